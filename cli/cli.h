@@ -1,0 +1,39 @@
+/* The `stackfs` command: one handler per subcommand behind the dispatch
+ * table in main.c. Handlers return an exit code. */
+#ifndef SFS_CLI_H
+#define SFS_CLI_H
+
+/* Exit codes scripts can rely on. */
+#define SFS_EXIT_OK    0 /* success */
+#define SFS_EXIT_FAIL  1 /* the operation failed */
+#define SFS_EXIT_USAGE 2 /* bad command line */
+
+struct sfs_cmd {
+	const char *name;
+	const char *alias;                 /* another name, or NULL */
+	int (*run)(int argc, char **argv); /* argv[0] is the command name */
+	const char *usage;                 /* "stackfs NAME ARGS" lines */
+	const char *summary;               /* one line for the command list */
+	const char *help;                  /* details after the usage, or NULL */
+};
+
+extern const struct sfs_cmd sfs_cmd_mount;
+extern const struct sfs_cmd sfs_cmd_umount;
+
+/* Prints the usage and help of cmd to stdout. */
+void sfs_cli_cmd_help(const struct sfs_cmd *cmd);
+/* A usage error of cmd: "stackfs: NAME: MSG" and the usage line on
+ * stderr. Returns SFS_EXIT_USAGE. */
+int sfs_cli_usage_error(const struct sfs_cmd *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Runs the daemon with argv (argv[0] is replaced); returns only on
+ * failure, with an exit code after printing why. */
+int sfs_cli_exec_daemon(int argc, char **argv);
+
+/* The path of the stackfsd binary to run (malloc'd), or NULL on ENOMEM:
+ * $STACKFS_DAEMON if set, else stackfsd beside this executable if it can
+ * be run, else SFS_LIBEXECDIR/stackfsd. */
+char *sfs_daemon_path(void);
+
+#endif

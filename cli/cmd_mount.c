@@ -1,0 +1,113 @@
+/* stackfs mount: checks the command line and hands it to the daemon,
+ * which validates the branches, mounts, and backgrounds itself once the
+ * mount is live (or stays in front with -f). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+
+int sfs_cli_exec_daemon(int argc, char **argv)
+{
+	char *daemon = sfs_daemon_path();
+
+	if (!daemon) {
+		fprintf(stderr, "stackfs: mount: %s\n", strerror(ENOMEM));
+		return SFS_EXIT_FAIL;
+	}
+	argv[0] = "stackfsd";
+	execv(daemon, argv);
+	fprintf(stderr, "stackfs: mount: cannot run %s: %s\n", daemon, strerror(errno));
+	free(daemon);
+	(void)argc;
+	return SFS_EXIT_FAIL;
+}
+
+static int run_mount(int argc, char **argv)
+{
+	static const struct option none[] = { { 0 } };
+	/* the daemon's argv: name, options in their order, "--", 2 operands */
+	char **dargv = calloc((size_t)argc + 3, sizeof(*dargv));
+	char *pos[2];
+	int npos = 0, dargc = 1, opt, ret;
+
+	if (!dargv) {
+		fprintf(stderr, "stackfs: mount: %s\n", strerror(ENOMEM));
+		return SFS_EXIT_FAIL;
+	}
+	/* "-": operands come back in place (as 1) so options may follow
+	 * them, as with every FUSE filesystem; ":": we word the errors */
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "-:fdo:", none, NULL)) != -1) {
+		switch (opt) {
+		case 1:
+			if (npos == 2) {
+				ret = sfs_cli_usage_error(&sfs_cmd_mount, "unexpected argument '%s'", optarg);
+				goto out_free;
+			}
+			pos[npos++] = optarg;
+			break;
+		case 'f':
+			dargv[dargc++] = "-f";
+			break;
+		case 'd':
+			dargv[dargc++] = "-d";
+			break;
+		case 'o':
+			dargv[dargc++] = "-o";
+			dargv[dargc++] = optarg;
+			break;
+		case ':':
+			ret = sfs_cli_usage_error(&sfs_cmd_mount, "option '-%c' needs an argument", optopt);
+			goto out_free;
+		default:
+			if (optopt)
+				ret = sfs_cli_usage_error(&sfs_cmd_mount, "unknown option '-%c'", optopt);
+			else
+				ret = sfs_cli_usage_error(&sfs_cmd_mount, "unknown option '%s'", argv[optind - 1]);
+			goto out_free;
+		}
+	}
+	/* operands after "--" */
+	for (; optind < argc; optind++) {
+		if (npos == 2) {
+			ret = sfs_cli_usage_error(&sfs_cmd_mount, "unexpected argument '%s'", argv[optind]);
+			goto out_free;
+		}
+		pos[npos++] = argv[optind];
+	}
+	if (npos < 2) {
+		ret = sfs_cli_usage_error(&sfs_cmd_mount, "missing %s",
+					  npos ? "MOUNTPOINT" : "BRANCHES and MOUNTPOINT");
+		goto out_free;
+	}
+	if (pos[0][0] == '-' || pos[1][0] == '-')
+		dargv[dargc++] = "--";
+	dargv[dargc++] = pos[0];
+	dargv[dargc++] = pos[1];
+	ret = sfs_cli_exec_daemon(dargc, dargv);
+
+out_free:
+	free(dargv);
+	return ret;
+}
+
+const struct sfs_cmd sfs_cmd_mount = {
+	.name = "mount",
+	.run = run_mount,
+	.usage = "usage: stackfs mount [-f] [-d] [-o OPTS]... BRANCHES MOUNTPOINT",
+	.summary = "Mount the union of BRANCHES on MOUNTPOINT",
+	.help =
+		"BRANCHES is DIR[=MODE]:DIR[=MODE]..., highest priority first; MODE is\n"
+		"rw or ro (the first branch defaults to rw, the others to ro). Write a\n"
+		"':', '=' or '\\' inside a path with a '\\' before it.\n"
+		"\n"
+		"  -f        stay in the foreground\n"
+		"  -d        debug: log every request\n"
+		"  -o OPTS   mount options, comma separated; may be given several times\n"
+		"\n"
+		"Without -f, the command returns once the mount is live.\n",
+};

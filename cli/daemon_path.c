@@ -1,0 +1,56 @@
+/* Finding the daemon binary: an override for tests, the build tree when
+ * run from it, the install location otherwise. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+
+/* /proc/self/exe, whatever its length. */
+static char *self_exe(void)
+{
+	size_t cap = 256;
+
+	for (;;) {
+		char *buf = malloc(cap);
+		ssize_t len;
+
+		if (!buf)
+			return NULL;
+		len = readlink("/proc/self/exe", buf, cap);
+		if (len < 0) {
+			free(buf);
+			return NULL;
+		}
+		if ((size_t)len < cap) {
+			buf[len] = '\0';
+			return buf;
+		}
+		free(buf);
+		cap *= 2;
+	}
+}
+
+char *sfs_daemon_path(void)
+{
+	const char *env = getenv("STACKFS_DAEMON");
+	char *exe, *slash, *path = NULL;
+
+	if (env && env[0])
+		return strdup(env);
+	exe = self_exe();
+	if (exe && (slash = strrchr(exe, '/'))) {
+		*slash = '\0';
+		if (asprintf(&path, "%s/stackfsd", exe) < 0)
+			path = NULL;
+		else if (access(path, X_OK) < 0) {
+			free(path);
+			path = NULL;
+		}
+	}
+	free(exe);
+	return path ? path : strdup(SFS_LIBEXECDIR "/stackfsd");
+}

@@ -1,0 +1,70 @@
+/* Branches: parsing the BRANCHES spec, validating it, and the immutable
+ * snapshot of the branch set that every request works on. */
+#ifndef SFS_BRANCH_H
+#define SFS_BRANCH_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+enum sfs_branch_mode { SFS_BRANCH_RO = 0, SFS_BRANCH_RW = 1 };
+
+/* One element of a parsed "DIR[=MODE]:DIR[=MODE]..." spec. */
+struct sfs_branch_spec {
+	char *path;               /* unescaped, as written (maybe relative) */
+	enum sfs_branch_mode mode;
+};
+
+/* Parses a BRANCHES spec. ':' separates branches, '=' introduces a mode
+ * (rw|ro), '\' escapes the next character. The first branch defaults to
+ * rw, the others to ro. Returns 0, or -EINVAL with a one-line message in
+ * err. On success *out holds *n specs to free with sfs_branch_spec_free. */
+int sfs_branch_spec_parse(const char *spec, struct sfs_branch_spec **out,
+			  size_t *n, char *err, size_t errlen);
+void sfs_branch_spec_free(struct sfs_branch_spec *v, size_t n);
+
+/* One opened branch. Refcounted so that a snapshot can be replaced while
+ * requests of the old one are still in flight. */
+struct sfs_branch {
+	atomic_uint refs;
+	char *path;               /* canonical absolute path */
+	enum sfs_branch_mode mode;
+	int root_fd;              /* O_PATH|O_DIRECTORY of the branch root */
+	int meta_fd;              /* metadata dir (rw branches), else -1 */
+	int work_fd;              /* staging dir inside meta, else -1 */
+	dev_t dev;                /* st_dev of the root */
+	ino_t ino;                /* st_ino of the root */
+	unsigned fsidx;           /* index of its filesystem in the mount */
+};
+
+/* An immutable, refcounted view of the branch set, highest priority
+ * first. Requests take a reference, never a lock. */
+struct sfs_snap {
+	atomic_uint refs;
+	unsigned gen;             /* bumped on every branch change */
+	unsigned n;
+	int top_rw;               /* index of the highest rw branch, -1 if none */
+	struct sfs_branch *b[];
+};
+
+/* Opens and validates every branch (exists, is a directory, readable,
+ * not duplicated, not nested in another, not under or over mountpoint,
+ * rw branches on a writable filesystem). Nothing is created on disk.
+ * Returns 0 or -errno with a one-line message naming the branch. */
+int sfs_snap_open(const struct sfs_branch_spec *specs, size_t n,
+		  const char *mountpoint, struct sfs_snap **out,
+		  char *err, size_t errlen);
+/* Creates the metadata and staging directories in every rw branch; run
+ * once validation passed. */
+int sfs_snap_prepare_meta(struct sfs_snap *s, char *err, size_t errlen);
+
+struct sfs_snap *sfs_snap_get(struct sfs_snap *s);
+void sfs_snap_put(struct sfs_snap *s);
+void sfs_branch_put(struct sfs_branch *b);
+
+/* Name of the per-branch metadata directory at each branch root; hidden
+ * from the view and reserved. */
+#define SFS_META_NAME ".stackfs"
+#define SFS_WORK_NAME "work"
+
+#endif

@@ -1,0 +1,295 @@
+/* Namespace operations: lookup, forget, mkdir, mknod, symlink, link,
+ * unlink, rmdir and rename. New entries go into the highest rw branch;
+ * removing a name that branches below still hold leaves a whiteout. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "stackfs/ops.h"
+
+void sfs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fuse_entry_param e;
+	int ret = sfs_lookup_entry(sfs_node_of(parent), name, &e);
+
+	if (ret == -ENOENT) /* a negative entry the kernel may cache */
+		fuse_reply_entry(req, &e);
+	else if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else if (fuse_reply_entry(req, &e) == -ENOENT)
+		sfs_node_forget(sfs_node_of(e.ino), 1);
+}
+
+void sfs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	sfs_node_forget(sfs_node_of(ino), nlookup);
+	fuse_reply_none(req);
+}
+
+void sfs_op_forget_multi(fuse_req_t req, size_t count,
+			 struct fuse_forget_data *forgets)
+{
+	for (size_t i = 0; i < count; i++)
+		sfs_node_forget(sfs_node_of(forgets[i].ino), forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+int sfs_set_owner(int dirfd, const char *name, fuse_req_t req)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct stat dst;
+	gid_t gid = ctx->gid;
+
+	if (ctx->uid == 0 && ctx->gid == 0)
+		return 0; /* the daemon made it as root already */
+	/* a set-group-ID directory gave the entry its group already */
+	if (sfs_fstat(dirfd, &dst) == 0 && (dst.st_mode & S_ISGID))
+		gid = (gid_t)-1;
+	if (fchownat(dirfd, name, ctx->uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	return 0;
+}
+
+int sfs_place_at(struct sfs_node *parent, const char *name, int bidx,
+		    struct sfs_place *p)
+{
+	int ret;
+
+	memset(p, 0, sizeof(*p));
+	if (strlen(name) > 255)
+		return -ENAMETOOLONG;
+	if (sfs_name_reserved(parent, name))
+		return -EPERM;
+	if (bidx < 0)
+		return -EROFS;
+	ret = sfs_dir_ensure_layer(parent, (unsigned)bidx, &p->pst);
+	if (ret < 0)
+		return ret;
+	p->pl = sfs_stack_in(p->pst, (unsigned)bidx);
+	p->br = p->pst->snap->b[bidx];
+	/* a whiteout only hides something where there are layers below */
+	if (p->pst->n > 1 || p->pst->l[0].bidx != (unsigned)bidx) {
+		ret = sfs_wh_remove(p->pl->fd, name);
+		if (ret < 0) {
+			sfs_stack_put(p->pst);
+			return ret;
+		}
+		p->was_whiteout = ret == 1;
+	}
+	return 0;
+}
+
+int sfs_place_new(struct sfs_node *parent, const char *name, struct sfs_place *p)
+{
+	struct sfs_stack *st = sfs_node_stack(parent);
+	int top = st->snap->top_rw;
+
+	sfs_stack_put(st);
+	return sfs_place_at(parent, name, top, p);
+}
+
+int sfs_entry_new(struct sfs_node *parent, const struct sfs_place *p,
+		  const char *name, struct fuse_entry_param *e)
+{
+	struct sfs_stack *st;
+	struct sfs_node *n;
+	struct stat real;
+	int ret, fd = sfs_path_fd(p->pl->fd, name);
+
+	if (fd < 0)
+		return fd;
+	ret = sfs_fstat(fd, &real);
+	st = ret < 0 ? NULL : sfs_stack_new(p->pst->snap, 1);
+	if (!st) {
+		close(fd);
+		return ret < 0 ? ret : -ENOMEM;
+	}
+	st->l[0] = (struct sfs_layer){ fd, p->pl->bidx };
+	ret = sfs_node_lookup_insert(parent, name, st, &real, &n);
+	if (ret < 0)
+		return ret;
+	memset(e, 0, sizeof(*e));
+	st = sfs_node_stack(n);
+	sfs_stat_fill(n, st, &real, &e->attr);
+	sfs_stack_put(st);
+	e->ino = sfs_node_id(n);
+	e->generation = n->generation;
+	e->attr_timeout = sfs_timeout;
+	e->entry_timeout = sfs_timeout;
+	return 0;
+}
+
+static void reply_entry(fuse_req_t req, int ret, struct fuse_entry_param *e)
+{
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else if (fuse_reply_entry(req, e) == -ENOENT)
+		sfs_node_forget(sfs_node_of(e->ino), 1);
+}
+
+/* What mkdir, mknod and symlink share: place, make, own, enter. */
+enum make_kind { MAKE_DIR, MAKE_NODE, MAKE_SYMLINK };
+
+static int make_entry(fuse_req_t req, struct sfs_node *parent, const char *name,
+		      enum make_kind kind, mode_t mode, dev_t rdev,
+		      const char *target, struct fuse_entry_param *e)
+{
+	struct sfs_place p;
+	int r, ret = sfs_place_new(parent, name, &p);
+
+	if (ret < 0)
+		return ret;
+	if (kind == MAKE_DIR)
+		r = mkdirat(p.pl->fd, name, mode);
+	else if (kind == MAKE_NODE)
+		r = mknodat(p.pl->fd, name, mode, rdev);
+	else
+		r = symlinkat(target, p.pl->fd, name);
+	ret = r < 0 ? -errno : sfs_set_owner(p.pl->fd, name, req);
+	if (ret == 0 && kind == MAKE_DIR && p.was_whiteout) {
+		int fd = sfs_path_fd(p.pl->fd, name);
+
+		ret = fd < 0 ? fd : sfs_wh_set_opaque(fd, sfs_m.opts.whiteout);
+		if (fd >= 0)
+			close(fd);
+	}
+	if (ret == 0)
+		ret = sfs_entry_new(parent, &p, name, e);
+	else if (r == 0)
+		unlinkat(p.pl->fd, name, kind == MAKE_DIR ? AT_REMOVEDIR : 0);
+	sfs_stack_put(p.pst);
+	return ret;
+}
+
+void sfs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	struct fuse_entry_param e;
+	int ret = make_entry(req, sfs_node_of(parent), name, MAKE_DIR, mode, 0, NULL, &e);
+
+	reply_entry(req, ret, &e);
+}
+
+void sfs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+		  mode_t mode, dev_t rdev)
+{
+	struct fuse_entry_param e;
+	int ret = make_entry(req, sfs_node_of(parent), name, MAKE_NODE, mode, rdev, NULL, &e);
+
+	reply_entry(req, ret, &e);
+}
+
+void sfs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+		    const char *name)
+{
+	struct fuse_entry_param e;
+	int ret = make_entry(req, sfs_node_of(parent), name, MAKE_SYMLINK, 0, 0, link, &e);
+
+	reply_entry(req, ret, &e);
+}
+
+/* A hard link lives in the branch of its source. */
+static int do_link(struct sfs_node *n, struct sfs_node *newparent,
+		   const char *newname, struct fuse_entry_param *e)
+{
+	struct sfs_stack *st;
+	struct sfs_place p;
+	int ret = sfs_node_writable(n, &st);
+
+	if (ret < 0)
+		return ret;
+	ret = sfs_place_at(newparent, newname, (int)st->l[0].bidx, &p);
+	if (ret == 0) {
+		if (linkat(st->l[0].fd, "", p.pl->fd, newname, AT_EMPTY_PATH) < 0)
+			ret = -errno;
+		else
+			ret = sfs_entry_new(newparent, &p, newname, e);
+		sfs_stack_put(p.pst);
+	}
+	sfs_stack_put(st);
+	return ret;
+}
+
+void sfs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+		 const char *newname)
+{
+	struct fuse_entry_param e;
+	int ret = do_link(sfs_node_of(ino), sfs_node_of(newparent), newname, &e);
+
+	reply_entry(req, ret, &e);
+}
+
+/* Removes parent/name, whose resolution is est. Where branches below
+ * still hold the name, a whiteout goes into the highest rw branch first,
+ * so that a crash leaves the old state rather than a resurrection. */
+static int remove_entry(struct sfs_node *parent, const struct sfs_stack *pst,
+			const struct sfs_stack *est, const char *name, int flags)
+{
+	unsigned k = est->l[0].bidx;
+	const struct sfs_layer *kl = sfs_stack_in(pst, k);
+	bool rw = pst->snap->b[k]->mode == SFS_BRANCH_RW;
+	int below = sfs_resolve_below(pst, k, name);
+	bool replaced = false;
+	struct sfs_place p;
+	int ret;
+
+	if (below < 0)
+		return below;
+	if (rw && (flags & AT_REMOVEDIR)) {
+		ret = sfs_wh_clear_dir(est->l[0].fd);
+		if (ret < 0)
+			return ret;
+	}
+	if (below || !rw) {
+		ret = sfs_place_new(parent, name, &p);
+		if (ret < 0)
+			return ret;
+		ret = sfs_wh_create(p.pl->fd, name, p.br->work_fd, sfs_m.opts.whiteout);
+		/* an overlay-style whiteout took the entry's place already */
+		replaced = p.pl->bidx == k && sfs_m.opts.whiteout == SFS_WH_OVERLAY;
+		sfs_stack_put(p.pst);
+		if (ret < 0)
+			return ret;
+	}
+	if (rw && !replaced && unlinkat(kl->fd, name, flags) < 0)
+		return -errno;
+	return 0;
+}
+
+static int do_remove(struct sfs_node *parent, const char *name, bool dir)
+{
+	struct sfs_stack *pst = sfs_node_stack(parent), *est = NULL;
+	struct sfs_dirlist l = { 0 };
+	struct stat top, id;
+	int ret = sfs_name_reserved(parent, name) ? -ENOENT
+		: sfs_resolve(pst, name, &est, &top, &id);
+
+	if (ret == 0 && dir && !S_ISDIR(top.st_mode))
+		ret = -ENOTDIR;
+	else if (ret == 0 && !dir && S_ISDIR(top.st_mode))
+		ret = -EISDIR;
+	if (ret == 0 && dir) {
+		ret = sfs_dirlist_read(est, false, &l);
+		if (ret == 0 && l.n > 0)
+			ret = -ENOTEMPTY;
+		sfs_dirlist_free(&l);
+	}
+	if (ret == 0)
+		ret = remove_entry(parent, pst, est, name, dir ? AT_REMOVEDIR : 0);
+	if (est)
+		sfs_stack_put(est);
+	sfs_stack_put(pst);
+	return ret;
+}
+
+void sfs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	fuse_reply_err(req, -do_remove(sfs_node_of(parent), name, false));
+}
+
+void sfs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	fuse_reply_err(req, -do_remove(sfs_node_of(parent), name, true));
+}

@@ -1,0 +1,187 @@
+/* Data operations on open files: each open holds the real file, opened
+ * with the caller's flags, and every data request goes straight to it
+ * (splice where the kernel allows). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "stackfs/ops.h"
+
+static struct sfs_file *file_of(struct fuse_file_info *fi)
+{
+	return (struct sfs_file *)(uintptr_t)fi->fh;
+}
+
+static int file_new(int fd, struct fuse_file_info *fi)
+{
+	struct sfs_file *f = malloc(sizeof(*f));
+
+	if (!f)
+		return -ENOMEM;
+	f->fd = fd;
+	fi->fh = (uintptr_t)f;
+	return 0;
+}
+
+static void file_free(struct sfs_file *f)
+{
+	close(f->fd);
+	free(f);
+}
+
+static bool wants_write(int flags)
+{
+	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
+}
+
+static int do_open(struct sfs_node *n, struct fuse_file_info *fi)
+{
+	struct sfs_stack *st;
+	int fd, ret;
+
+	if (wants_write(fi->flags))
+		ret = sfs_node_writable(n, &st);
+	else {
+		st = sfs_node_stack(n);
+		ret = 0;
+	}
+	if (ret < 0)
+		return ret;
+	fd = sfs_reopen(st->l[0].fd, fi->flags);
+	sfs_stack_put(st);
+	if (fd < 0)
+		return fd;
+	ret = file_new(fd, fi);
+	if (ret < 0)
+		close(fd);
+	return ret;
+}
+
+void sfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	int ret = do_open(sfs_node_of(ino), fi);
+
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else if (fuse_reply_open(req, fi) == -ENOENT)
+		file_free(file_of(fi));
+}
+
+static int do_create(fuse_req_t req, struct sfs_node *parent, const char *name,
+		     mode_t mode, struct fuse_file_info *fi,
+		     struct fuse_entry_param *e)
+{
+	struct sfs_place p;
+	int fd, ret = sfs_place_new(parent, name, &p);
+
+	if (ret < 0)
+		return ret;
+	fd = sfs_open_beneath(p.pl->fd, name, fi->flags | O_CREAT, mode & 07777);
+	ret = fd < 0 ? fd : sfs_set_owner(p.pl->fd, name, req);
+	if (ret == 0)
+		ret = sfs_entry_new(parent, &p, name, e);
+	if (ret == 0)
+		ret = file_new(fd, fi);
+	if (ret < 0 && fd >= 0)
+		close(fd);
+	sfs_stack_put(p.pst);
+	return ret;
+}
+
+void sfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+		   mode_t mode, struct fuse_file_info *fi)
+{
+	struct fuse_entry_param e;
+	int ret = do_create(req, sfs_node_of(parent), name, mode, fi, &e);
+
+	if (ret < 0) {
+		fuse_reply_err(req, -ret);
+	} else if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+		file_free(file_of(fi));
+		sfs_node_forget(sfs_node_of(e.ino), 1);
+	}
+}
+
+void sfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		 struct fuse_file_info *fi)
+{
+	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
+
+	buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+	buf.buf[0].fd = file_of(fi)->fd;
+	buf.buf[0].pos = off;
+	fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
+}
+
+void sfs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
+		      off_t off, struct fuse_file_info *fi)
+{
+	struct fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in));
+	ssize_t n;
+
+	out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+	out.buf[0].fd = file_of(fi)->fd;
+	out.buf[0].pos = off;
+	n = fuse_buf_copy(&out, in, 0);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_write(req, (size_t)n);
+}
+
+/* Nothing to do at close(2): locks are the kernel's, and the real file
+ * is closed at release. */
+void sfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, 0);
+}
+
+void sfs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	file_free(file_of(fi));
+	fuse_reply_err(req, 0);
+}
+
+void sfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+		  struct fuse_file_info *fi)
+{
+	int fd = file_of(fi)->fd;
+	int r = datasync ? fdatasync(fd) : fsync(fd);
+
+	fuse_reply_err(req, r < 0 ? errno : 0);
+}
+
+void sfs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
+		      off_t length, struct fuse_file_info *fi)
+{
+	int r = fallocate(file_of(fi)->fd, mode, offset, length);
+
+	fuse_reply_err(req, r < 0 ? errno : 0);
+}
+
+void sfs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		  struct fuse_file_info *fi)
+{
+	off_t r = lseek(file_of(fi)->fd, off, whence);
+
+	if (r < 0)
+		fuse_reply_err(req, errno);
+	else
+		fuse_reply_lseek(req, r);
+}
+
+void sfs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			    struct fuse_file_info *fi_in, fuse_ino_t ino_out,
+			    off_t off_out, struct fuse_file_info *fi_out,
+			    size_t len, int flags)
+{
+	ssize_t n = copy_file_range(file_of(fi_in)->fd, &off_in,
+				    file_of(fi_out)->fd, &off_out, len,
+				    (unsigned)flags);
+
+	if (n < 0)
+		fuse_reply_err(req, errno);
+	else
+		fuse_reply_write(req, (size_t)n);
+}

@@ -1,0 +1,187 @@
+/* Attributes: what stat shows through the view, and changing them. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "stackfs/ops.h"
+
+double sfs_timeout = 1.0;
+
+/* st_ino of the view: the real inode number with the index of its
+ * filesystem in the top byte, so entries of different filesystems
+ * never collide. (Stable numbers across copy-up come with the inode
+ * records of the on-disk format.) */
+uint64_t sfs_ino_of(const struct sfs_snap *snap, unsigned bidx,
+		    const struct stat *real)
+{
+	uint64_t fsidx = snap->b[bidx]->fsidx;
+
+	return (uint64_t)real->st_ino ^ (fsidx << 56);
+}
+
+void sfs_stat_fill(const struct sfs_node *n, const struct sfs_stack *st,
+		   const struct stat *real, struct stat *out)
+{
+	*out = *real;
+	out->st_ino = n->ino;
+	/* A merged directory's link count is not known without reading every
+	 * layer; 1 tells find(1) and friends not to count on it. */
+	if (S_ISDIR(real->st_mode) && st->n > 1)
+		out->st_nlink = 1;
+}
+
+int sfs_node_getattr(struct sfs_node *n, struct stat *out)
+{
+	struct sfs_stack *st = sfs_node_stack(n);
+	struct stat real;
+	int ret = sfs_fstat(st->l[0].fd, &real);
+
+	if (ret == 0)
+		sfs_stat_fill(n, st, &real, out);
+	sfs_stack_put(st);
+	return ret;
+}
+
+void sfs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct stat st;
+	int ret = sfs_node_getattr(sfs_node_of(ino), &st);
+
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_attr(req, &st, sfs_timeout);
+}
+
+static struct timespec time_of(int set, int now_flag, int to_set,
+			       const struct timespec *ts)
+{
+	struct timespec t = { .tv_sec = 0, .tv_nsec = UTIME_OMIT };
+
+	if (to_set & now_flag)
+		t.tv_nsec = UTIME_NOW;
+	else if (to_set & set)
+		t = *ts;
+	return t;
+}
+
+static int set_times(int fd, int openfd, const struct stat *attr, int to_set)
+{
+	struct timespec tv[2];
+	int r;
+
+	tv[0] = time_of(FUSE_SET_ATTR_ATIME, FUSE_SET_ATTR_ATIME_NOW, to_set, &attr->st_atim);
+	tv[1] = time_of(FUSE_SET_ATTR_MTIME, FUSE_SET_ATTR_MTIME_NOW, to_set, &attr->st_mtim);
+	if (openfd >= 0)
+		r = futimens(openfd, tv);
+	else
+		r = utimensat(fd, "", tv, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
+	return r < 0 ? -errno : 0;
+}
+
+static int set_mode(int fd, int openfd, mode_t mode)
+{
+	char p[32];
+	int r;
+
+	if (openfd >= 0) {
+		r = fchmod(openfd, mode);
+	} else {
+		sfs_fd_path(fd, p);
+		r = chmod(p, mode);
+	}
+	return r < 0 ? -errno : 0;
+}
+
+static int set_size(int fd, int openfd, off_t size)
+{
+	char p[32];
+	int r;
+
+	if (openfd >= 0) {
+		r = ftruncate(openfd, size);
+	} else {
+		sfs_fd_path(fd, p);
+		r = truncate(p, size);
+	}
+	return r < 0 ? -errno : 0;
+}
+
+/* Applies the changes in POSIX order: mode, owner, size, times. */
+static int setattr_layer(int fd, int openfd, const struct stat *attr, int to_set)
+{
+	uid_t uid = (to_set & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1;
+	gid_t gid = (to_set & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1;
+	int ret = 0;
+
+	if (to_set & FUSE_SET_ATTR_MODE)
+		ret = set_mode(fd, openfd, attr->st_mode);
+	if (ret == 0 && (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) &&
+	    fchownat(fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+		ret = -errno;
+	if (ret == 0 && (to_set & FUSE_SET_ATTR_SIZE))
+		ret = set_size(fd, openfd, attr->st_size);
+	if (ret == 0 && (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
+				   FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW)))
+		ret = set_times(fd, openfd, attr, to_set);
+	return ret;
+}
+
+void sfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+		    int to_set, struct fuse_file_info *fi)
+{
+	struct sfs_node *n = sfs_node_of(ino);
+	struct sfs_file *f = fi ? (struct sfs_file *)(uintptr_t)fi->fh : NULL;
+	struct sfs_stack *st;
+	struct stat out;
+	int ret = sfs_node_writable(n, &st);
+
+	if (ret == 0) {
+		ret = setattr_layer(st->l[0].fd, f ? f->fd : -1, attr, to_set);
+		sfs_stack_put(st);
+	}
+	if (ret == 0)
+		ret = sfs_node_getattr(n, &out);
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_attr(req, &out, sfs_timeout);
+}
+
+void sfs_op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct sfs_stack *st = sfs_node_stack(sfs_node_of(ino));
+	char buf[PATH_MAX + 1];
+	ssize_t len = readlinkat(st->l[0].fd, "", buf, sizeof(buf));
+	int err = errno;
+
+	sfs_stack_put(st);
+	if (len < 0)
+		fuse_reply_err(req, err);
+	else if (len == sizeof(buf))
+		fuse_reply_err(req, ENAMETOOLONG);
+	else {
+		buf[len] = '\0';
+		fuse_reply_readlink(req, buf);
+	}
+}
+
+/* The filesystem new data goes to: the highest rw branch, else the top. */
+void sfs_op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct sfs_snap *s = sfs_snap_current();
+	int b = s->top_rw >= 0 ? s->top_rw : 0;
+	struct statvfs sv;
+	int ret = fstatvfs(s->b[b]->root_fd, &sv);
+	int err = errno;
+
+	sfs_snap_put(s);
+	if (ret < 0)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_statfs(req, &sv);
+}

@@ -1,0 +1,214 @@
+/* The daemon: parse the command line, open and check the branches, mount,
+ * go to the background once the mount is live, serve requests on the
+ * multi-threaded loop, and clean up when unmounted. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "stackfs/ops.h"
+#include "stackfs/runtime.h"
+
+struct sfs_mount sfs_m = { .snap_lock = PTHREAD_MUTEX_INITIALIZER };
+
+struct sfs_snap *sfs_snap_current(void)
+{
+	struct sfs_snap *s;
+
+	pthread_mutex_lock(&sfs_m.snap_lock);
+	s = sfs_snap_get(sfs_m.snap);
+	pthread_mutex_unlock(&sfs_m.snap_lock);
+	return s;
+}
+
+/* The root's stack: every branch root, down to the first opaque one. */
+static int root_init(struct sfs_snap *s)
+{
+	struct sfs_stack *st = sfs_stack_new(s, s->n);
+	struct stat top, id;
+	unsigned n = 0;
+	int ret = st ? 0 : -ENOMEM;
+
+	for (unsigned i = 0; ret == 0 && i < s->n; i++) {
+		st->l[n].fd = fcntl(s->b[i]->root_fd, F_DUPFD_CLOEXEC, 0);
+		st->l[n].bidx = i;
+		ret = st->l[n].fd < 0 ? -errno : sfs_fstat(st->l[n].fd, n ? &id : &top);
+		if (ret < 0)
+			break;
+		if (n++ == 0)
+			id = top;
+		if (i + 1 < s->n && sfs_wh_is_opaque(st->l[n - 1].fd) == 1)
+			break;
+	}
+	if (ret == 0) {
+		st->n = n;
+		ret = sfs_node_root_init(st, &id);
+	}
+	if (ret < 0 && st)
+		sfs_stack_put(st);
+	return ret;
+}
+
+/* Opens the branches; nothing on disk changes here. Exit code or 0. */
+static int branches_open(const struct sfs_opts *o, struct sfs_snap **out)
+{
+	struct sfs_branch_spec *specs = NULL;
+	char err[512];
+	size_t n = 0;
+	int ret = sfs_branch_spec_parse(o->branches, &specs, &n, err, sizeof(err));
+
+	if (ret == 0)
+		ret = sfs_snap_open(specs, n, o->mountpoint, out, err, sizeof(err));
+	if (ret < 0)
+		fprintf(stderr, "stackfs: %s\n", err);
+	sfs_branch_spec_free(specs, n);
+	return ret < 0 ? 1 : 0;
+}
+
+static int mountpoint_check(const char *mp)
+{
+	struct stat st;
+
+	if (stat(mp, &st) < 0) {
+		fprintf(stderr, "stackfs: mountpoint %s: %s\n", mp, strerror(errno));
+		return 1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "stackfs: mountpoint %s: %s\n", mp, strerror(ENOTDIR));
+		return 1;
+	}
+	return 0;
+}
+
+/* Forks; the parent exits with the status the child sends once the
+ * daemon is published and serving, so `stackfs mount` returns when the
+ * mount is usable and the pid file names the right process. */
+static int daemonize(int *notify_fd)
+{
+	int p[2];
+	pid_t pid;
+	char c = 1;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid > 0) {
+		close(p[1]);
+		if (read(p[0], &c, 1) != 1)
+			c = 1;
+		_exit(c);
+	}
+	close(p[0]);
+	setsid();
+	if (chdir("/") < 0)
+		return -errno;
+	*notify_fd = p[1];
+	return 0;
+}
+
+static void detach_stdio(void)
+{
+	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	dup2(fd, 0);
+	dup2(fd, 1);
+	dup2(fd, 2);
+	close(fd);
+}
+
+static int serve(struct fuse_session *se, const struct sfs_opts *o)
+{
+	struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+	int notify = -1, ret;
+
+	if (!o->foreground && daemonize(&notify) < 0)
+		return 1;
+	sfs_log_set_foreground(o->foreground, o->debug);
+	if (sfs_runtime_publish(o->mountpoint, getpid()) < 0)
+		sfs_log(SFS_LOG_WARN, "cannot publish pid under %s", sfs_runtime_base());
+	if (notify >= 0) {
+		detach_stdio();
+		if (write(notify, "", 1) != 1)
+			sfs_log(SFS_LOG_WARN, "cannot tell the parent the mount is live");
+		close(notify);
+	}
+	fuse_loop_cfg_set_clone_fd(cfg, 0);
+	ret = fuse_session_loop_mt(se, cfg);
+	fuse_loop_cfg_destroy(cfg);
+	sfs_runtime_unpublish();
+	return ret == 0 ? 0 : 1;
+}
+
+static int run(struct fuse_args *args, struct sfs_opts *o)
+{
+	struct fuse_session *se;
+	char err[512];
+	int ret = mountpoint_check(o->mountpoint);
+
+	if (ret == 0)
+		ret = branches_open(o, &sfs_m.snap);
+	if (ret)
+		return ret;
+	sfs_timeout = o->timeout;
+	umask(0); /* modes arrive with the caller's umask applied */
+	sfs_raise_nofile();
+	if (sfs_nodes_init() < 0 || root_init(sfs_m.snap) < 0) {
+		fprintf(stderr, "stackfs: %s\n", strerror(ENOMEM));
+		return 1;
+	}
+	se = fuse_session_new(args, &sfs_ops, sizeof(sfs_ops), NULL);
+	if (!se)
+		return 1; /* libfuse said which option it refused */
+	ret = fuse_session_mount(se, o->mountpoint) != 0;
+	if (!ret && sfs_snap_prepare_meta(sfs_m.snap, err, sizeof(err)) < 0) {
+		fprintf(stderr, "stackfs: %s\n", err);
+		fuse_session_unmount(se);
+		ret = 1;
+	}
+	if (!ret && fuse_set_signal_handlers(se) == 0) {
+		ret = serve(se, o);
+		fuse_remove_signal_handlers(se);
+		fuse_session_unmount(se);
+	}
+	fuse_session_destroy(se);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct sfs_opts *o = &sfs_m.opts;
+	int ret;
+
+	if (sfs_opts_parse(&args, o) < 0) {
+		ret = 2;
+	} else if (o->show_help) {
+		sfs_opts_usage("stackfs mount");
+		ret = 0;
+	} else if (o->show_version) {
+		printf("stackfs %s (libfuse %s)\n", SFS_VERSION, fuse_pkgversion());
+		ret = 0;
+	} else if (!o->branches || !o->mountpoint) {
+		fprintf(stderr, "stackfs: missing %s\nusage: stackfs mount [-f] [-o OPTIONS] BRANCHES MOUNTPOINT\n",
+			o->branches ? "MOUNTPOINT" : "BRANCHES and MOUNTPOINT");
+		ret = 2;
+	} else {
+		ret = run(&args, o);
+	}
+	if (sfs_node_root())
+		sfs_nodes_destroy();
+	if (sfs_m.snap)
+		sfs_snap_put(sfs_m.snap);
+	fuse_opt_free_args(&args);
+	free(o->branches);
+	free(o->mountpoint);
+	return ret;
+}

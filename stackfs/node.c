@@ -1,0 +1,379 @@
+/* The inode table: union inodes keyed by the identity of their real entry,
+ * with the kernel's lookup counts and the daemon's own references.
+ *
+ * Locking: the table is split into shards, each with a mutex that guards
+ * its chains and the nlookup/refs counters of its nodes. A node's own
+ * mutex guards its stack, parent and name. Order: never hold a shard lock
+ * while taking another shard lock or a node lock; a node lock may be held
+ * while taking a shard lock (sfs_node_ref of the parent). No lock is held
+ * while replying to the kernel. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "stackfs/stackfs.h"
+
+#define SHARDS 64
+
+struct shard {
+	pthread_mutex_t lock;
+	struct sfs_node **buckets;
+	size_t nbuckets;
+	size_t count;
+};
+
+static struct shard shards[SHARDS];
+static struct sfs_node *root;
+
+static uint64_t key_hash(uint64_t dev, uint64_t ino)
+{
+	uint64_t h = ino * 0x9e3779b97f4a7c15ULL ^ (dev + 0x7f4a7c159e3779b9ULL);
+	return h ^ (h >> 29);
+}
+
+static struct shard *shard_of(uint64_t h)
+{
+	return &shards[h % SHARDS];
+}
+
+static void stack_free(struct sfs_stack *st)
+{
+	for (unsigned i = 0; i < st->n; i++)
+		if (st->l[i].fd >= 0)
+			close(st->l[i].fd);
+	if (st->snap)
+		sfs_snap_put(st->snap);
+	free(st);
+}
+
+struct sfs_stack *sfs_stack_new(struct sfs_snap *snap, unsigned n)
+{
+	struct sfs_stack *st = calloc(1, sizeof(*st) + n * sizeof(st->l[0]));
+
+	if (!st)
+		return NULL;
+	atomic_init(&st->refs, 1);
+	st->snap = sfs_snap_get(snap);
+	st->n = n;
+	for (unsigned i = 0; i < n; i++)
+		st->l[i].fd = -1;
+	return st;
+}
+
+struct sfs_stack *sfs_stack_get(struct sfs_stack *st)
+{
+	atomic_fetch_add_explicit(&st->refs, 1, memory_order_relaxed);
+	return st;
+}
+
+void sfs_stack_put(struct sfs_stack *st)
+{
+	if (st && atomic_fetch_sub_explicit(&st->refs, 1, memory_order_acq_rel) == 1)
+		stack_free(st);
+}
+
+const struct sfs_layer *sfs_stack_in(const struct sfs_stack *st, unsigned bidx)
+{
+	for (unsigned i = 0; i < st->n; i++)
+		if (st->l[i].bidx == bidx)
+			return &st->l[i];
+	return NULL;
+}
+
+int sfs_nodes_init(void)
+{
+	for (int i = 0; i < SHARDS; i++) {
+		pthread_mutex_init(&shards[i].lock, NULL);
+		shards[i].nbuckets = 64;
+		shards[i].buckets = calloc(64, sizeof(struct sfs_node *));
+		if (!shards[i].buckets)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Grows a shard's bucket array when chains get long; under its lock. */
+static void shard_grow(struct shard *s)
+{
+	size_t nb = s->nbuckets * 2;
+	struct sfs_node **b = calloc(nb, sizeof(*b));
+
+	if (!b)
+		return; /* longer chains, still correct */
+	for (size_t i = 0; i < s->nbuckets; i++) {
+		struct sfs_node *n = s->buckets[i], *next;
+
+		for (; n; n = next) {
+			size_t k = (key_hash(n->key_dev, n->key_ino) / SHARDS) % nb;
+
+			next = n->hnext;
+			n->hnext = b[k];
+			b[k] = n;
+		}
+	}
+	free(s->buckets);
+	s->buckets = b;
+	s->nbuckets = nb;
+}
+
+static struct sfs_node **slot_of(struct shard *s, uint64_t h)
+{
+	return &s->buckets[(h / SHARDS) % s->nbuckets];
+}
+
+static void unhash(struct shard *s, struct sfs_node *n)
+{
+	struct sfs_node **pp = slot_of(s, key_hash(n->key_dev, n->key_ino));
+
+	for (; *pp; pp = &(*pp)->hnext) {
+		if (*pp == n) {
+			*pp = n->hnext;
+			s->count--;
+			break;
+		}
+	}
+	n->hnext = NULL;
+}
+
+static void node_free(struct sfs_node *n)
+{
+	struct sfs_node *parent = n->parent;
+
+	if (n->stack)
+		sfs_stack_put(n->stack);
+	free(n->name);
+	pthread_mutex_destroy(&n->lock);
+	free(n);
+	if (parent)
+		sfs_node_unref(parent);
+}
+
+/* Drops counts under the shard lock; frees the node when nothing holds
+ * it any more. */
+static void node_release(struct sfs_node *n, uint64_t nlookup, uint64_t refs)
+{
+	struct shard *s = shard_of(key_hash(n->key_dev, n->key_ino));
+	bool dead;
+
+	if (n == root)
+		return;
+	pthread_mutex_lock(&s->lock);
+	n->nlookup -= nlookup;
+	n->refs -= refs;
+	dead = n->nlookup == 0 && n->refs == 0;
+	if (dead)
+		unhash(s, n);
+	pthread_mutex_unlock(&s->lock);
+	if (dead)
+		node_free(n);
+}
+
+void sfs_node_forget(struct sfs_node *n, uint64_t nlookup)
+{
+	node_release(n, nlookup, 0);
+}
+
+void sfs_node_unref(struct sfs_node *n)
+{
+	node_release(n, 0, 1);
+}
+
+void sfs_node_ref(struct sfs_node *n)
+{
+	struct shard *s = shard_of(key_hash(n->key_dev, n->key_ino));
+
+	if (n == root)
+		return;
+	pthread_mutex_lock(&s->lock);
+	n->refs++;
+	pthread_mutex_unlock(&s->lock);
+}
+
+struct sfs_node *sfs_node_root(void)
+{
+	return root;
+}
+
+struct sfs_node *sfs_node_of(fuse_ino_t ino)
+{
+	return ino == FUSE_ROOT_ID ? root : (struct sfs_node *)(uintptr_t)ino;
+}
+
+fuse_ino_t sfs_node_id(struct sfs_node *n)
+{
+	return n == root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)n;
+}
+
+struct sfs_stack *sfs_node_stack(struct sfs_node *n)
+{
+	struct sfs_stack *st;
+
+	pthread_mutex_lock(&n->lock);
+	st = sfs_stack_get(n->stack);
+	pthread_mutex_unlock(&n->lock);
+	return st;
+}
+
+void sfs_node_set_stack(struct sfs_node *n, struct sfs_stack *st)
+{
+	struct sfs_stack *old;
+
+	pthread_mutex_lock(&n->lock);
+	old = n->stack;
+	n->stack = st;
+	pthread_mutex_unlock(&n->lock);
+	sfs_stack_put(old);
+}
+
+/* Points n at parent/name; takes a reference on the new parent and
+ * drops the one on the old. */
+int sfs_node_move(struct sfs_node *n, struct sfs_node *parent, const char *name)
+{
+	struct sfs_node *oldp;
+	char *nm;
+
+	pthread_mutex_lock(&n->lock);
+	if (n->parent == parent && n->name && strcmp(n->name, name) == 0) {
+		pthread_mutex_unlock(&n->lock);
+		return 0;
+	}
+	pthread_mutex_unlock(&n->lock);
+	nm = strdup(name);
+	if (!nm)
+		return -ENOMEM;
+	sfs_node_ref(parent);
+	pthread_mutex_lock(&n->lock);
+	oldp = n->parent;
+	n->parent = parent;
+	free(n->name);
+	n->name = nm;
+	pthread_mutex_unlock(&n->lock);
+	if (oldp)
+		sfs_node_unref(oldp);
+	return 0;
+}
+
+static struct sfs_node *node_new(const struct stat *idst, struct sfs_stack *st)
+{
+	static atomic_uint_fast64_t generations;
+	struct sfs_node *n = calloc(1, sizeof(*n));
+
+	if (!n)
+		return NULL;
+	n->generation = atomic_fetch_add(&generations, 1) + 1;
+	pthread_mutex_init(&n->lock, NULL);
+	n->key_dev = idst->st_dev;
+	n->key_ino = idst->st_ino;
+	n->type = idst->st_mode & S_IFMT;
+	n->ino = sfs_ino_of(st->snap, st->l[st->n - 1].bidx, idst);
+	n->stack = st;
+	return n;
+}
+
+/* Finds a live node of the same identity and type; counts a lookup. */
+static struct sfs_node *find_locked(struct shard *s, uint64_t h,
+				    const struct stat *idst)
+{
+	struct sfs_node *n = *slot_of(s, h);
+
+	for (; n; n = n->hnext) {
+		if (n->key_dev == (uint64_t)idst->st_dev &&
+		    n->key_ino == (uint64_t)idst->st_ino &&
+		    n->type == (idst->st_mode & S_IFMT))
+			return n;
+	}
+	return NULL;
+}
+
+int sfs_node_lookup_insert(struct sfs_node *parent, const char *name,
+			   struct sfs_stack *st, const struct stat *idst,
+			   struct sfs_node **out)
+{
+	uint64_t h = key_hash(idst->st_dev, idst->st_ino);
+	struct shard *s = shard_of(h);
+	struct sfs_node *n, *fresh = node_new(idst, st);
+	int ret;
+
+	if (!fresh) {
+		sfs_stack_put(st);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&s->lock);
+	n = find_locked(s, h, idst);
+	if (n) {
+		n->nlookup++;
+	} else {
+		n = fresh;
+		n->nlookup = 1;
+		n->refs = 1; /* held until it has its parent link, below */
+		n->hnext = *slot_of(s, h);
+		*slot_of(s, h) = n;
+		if (++s->count > s->nbuckets * 2)
+			shard_grow(s);
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (n != fresh) {
+		/* The fresh resolution is the truth: the old stack may name a
+		 * file since replaced under the same inode number. */
+		fresh->stack = NULL;
+		node_free(fresh);
+		sfs_node_set_stack(n, st);
+	}
+	ret = sfs_node_move(n, parent, name);
+	if (n == fresh)
+		sfs_node_unref(n);
+	if (ret < 0) {
+		sfs_node_forget(n, 1);
+		return ret;
+	}
+	*out = n;
+	return 0;
+}
+
+/* The root is never forgotten and never in the table. */
+int sfs_node_root_init(struct sfs_stack *st, const struct stat *idst)
+{
+	root = node_new(idst, st);
+	return root ? 0 : -ENOMEM;
+}
+
+/* At unmount: frees every node left, without following parent links
+ * (their targets are freed by the same sweep). */
+void sfs_nodes_destroy(void)
+{
+	for (int i = 0; i < SHARDS; i++) {
+		for (size_t b = 0; shards[i].buckets && b < shards[i].nbuckets; b++) {
+			struct sfs_node *n = shards[i].buckets[b], *next;
+
+			for (; n; n = next) {
+				next = n->hnext;
+				n->parent = NULL;
+				node_free(n);
+			}
+		}
+		free(shards[i].buckets);
+		shards[i].buckets = NULL;
+		pthread_mutex_destroy(&shards[i].lock);
+	}
+	if (root) {
+		sfs_stack_put(root->stack);
+		free(root->name);
+		free(root);
+		root = NULL;
+	}
+}
+
+struct sfs_node *sfs_node_find(const struct stat *idst)
+{
+	uint64_t h = key_hash(idst->st_dev, idst->st_ino);
+	struct shard *s = shard_of(h);
+	struct sfs_node *n;
+
+	pthread_mutex_lock(&s->lock);
+	n = find_locked(s, h, idst);
+	if (n)
+		n->refs++;
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}

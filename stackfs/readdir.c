@@ -1,0 +1,317 @@
+/* The merged directory listing. A listing is read whole when a directory
+ * stream starts (offset 0) and kept in the open directory: offsets are
+ * indexes into it, so small getdents buffers, telldir/seekdir and files
+ * created meanwhile never make an entry appear twice or go missing. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "stackfs/nameset.h"
+#include "stackfs/ops.h"
+
+struct sfs_dir {
+	pthread_mutex_t lock;     /* one reader of a stream at a time */
+	struct sfs_dirlist list;  /* "." and ".." first */
+	bool loaded;
+};
+
+/* What the merge of one listing needs as it goes down the layers. */
+struct merge {
+	struct sfs_dirlist *out;
+	struct sfs_nameset seen;     /* name -> index in out */
+	struct sfs_nameset hidden;   /* whited out by layers above */
+	struct sfs_nameset pending;  /* whiteouts of the current layer */
+	const struct sfs_snap *snap;
+	bool single;                 /* one layer: nothing to merge */
+};
+
+void sfs_dirlist_free(struct sfs_dirlist *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->e[i].name);
+	free(l->e);
+	memset(l, 0, sizeof(*l));
+}
+
+static int list_add(struct sfs_dirlist *l, const char *name, ino_t ino,
+		    unsigned char type)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 32;
+		struct sfs_dirent *e = realloc(l->e, cap * sizeof(*e));
+
+		if (!e)
+			return -ENOMEM;
+		l->e = e;
+		l->cap = cap;
+	}
+	l->e[l->n].name = strdup(name);
+	if (!l->e[l->n].name)
+		return -ENOMEM;
+	l->e[l->n].ino = ino;
+	l->e[l->n].type = type;
+	l->n++;
+	return 0;
+}
+
+/* 1 when the entry is an overlayfs whiteout (a 0:0 character device). */
+static int is_chr_whiteout(int dirfd, const char *name, unsigned char type)
+{
+	struct stat st;
+
+	if (type != DT_CHR && type != DT_UNKNOWN)
+		return 0;
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 1 : -errno; /* gone: nothing to show */
+	return sfs_wh_is_chr_whiteout(&st);
+}
+
+/* A same-named directory below one already listed: the view shows the
+ * lowest one's inode number (the identity of a merged directory). */
+static void merge_dup(struct merge *m, size_t idx, unsigned char type,
+		      uint64_t ino)
+{
+	if (type == DT_DIR && m->out->e[idx].type == DT_DIR)
+		m->out->e[idx].ino = ino;
+}
+
+static int merge_entry(struct merge *m, int dirfd, unsigned bidx,
+		       const char *name, ino_t real_ino, unsigned char type)
+{
+	struct stat fake = { .st_ino = real_ino };
+	uint64_t ino = sfs_ino_of(m->snap, bidx, &fake);
+	size_t idx;
+	int ret;
+
+	if (m->single)
+		return list_add(m->out, name, ino, type);
+	if (sfs_wh_reserved_name(name)) {
+		if (strncmp(name, ".wh..wh.", 8) == 0)
+			return 0; /* aufs' own bookkeeping, opaque marker */
+		return sfs_nameset_put(&m->pending, name + SFS_WH_PREFIX_LEN, 0);
+	}
+	ret = is_chr_whiteout(dirfd, name, type);
+	if (ret != 0)
+		return ret < 0 ? ret : sfs_nameset_put(&m->pending, name, 0);
+	if (sfs_nameset_get(&m->hidden, name) != (size_t)-1)
+		return 0;
+	idx = sfs_nameset_get(&m->seen, name);
+	if (idx != (size_t)-1) {
+		merge_dup(m, idx, type, ino);
+		return 0;
+	}
+	ret = sfs_nameset_put(&m->seen, name, m->out->n);
+	return ret < 0 ? ret : list_add(m->out, name, ino, type);
+}
+
+static bool skip_name(const char *name, bool is_root, bool single)
+{
+	if (name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2])))
+		return true;
+	if (is_root && strcmp(name, SFS_META_NAME) == 0)
+		return true;
+	/* in a single layer whiteouts hide nothing, but still are not shown */
+	return single && sfs_wh_reserved_name(name);
+}
+
+static int read_layer(struct merge *m, const struct sfs_layer *l, bool is_root)
+{
+	char buf[65536];
+	int fd = sfs_reopen(l->fd, O_RDONLY | O_DIRECTORY);
+	long nread;
+	int ret = 0;
+
+	if (fd < 0)
+		return fd;
+	while (ret == 0 && (nread = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+		for (long pos = 0; ret == 0 && pos < nread;) {
+			struct dirent64 *d = (struct dirent64 *)(buf + pos);
+
+			pos += d->d_reclen;
+			if (skip_name(d->d_name, is_root, m->single))
+				continue;
+			if (m->single && d->d_type == DT_CHR &&
+			    is_chr_whiteout(fd, d->d_name, d->d_type) == 1)
+				continue;
+			ret = merge_entry(m, fd, l->bidx, d->d_name, d->d_ino, d->d_type);
+		}
+	}
+	if (ret == 0 && nread < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* Moves the whiteouts of the layer just read into the hidden set: they
+ * hide names of the layers below, never the layer's own entries. */
+static int merge_next_layer(struct merge *m)
+{
+	for (size_t i = 0; i < m->pending.cap; i++) {
+		if (m->pending.slot[i] &&
+		    sfs_nameset_put(&m->hidden, m->pending.slot[i], 0) < 0)
+			return -ENOMEM;
+	}
+	sfs_nameset_free(&m->pending);
+	return 0;
+}
+
+int sfs_dirlist_read(const struct sfs_stack *st, bool is_root,
+		     struct sfs_dirlist *out)
+{
+	struct merge m = { .out = out, .snap = st->snap, .single = st->n == 1 };
+	int ret = 0;
+
+	for (unsigned i = 0; i < st->n && ret == 0; i++) {
+		ret = read_layer(&m, &st->l[i], is_root);
+		if (ret == 0)
+			ret = merge_next_layer(&m);
+	}
+	sfs_nameset_free(&m.seen);
+	sfs_nameset_free(&m.hidden);
+	sfs_nameset_free(&m.pending);
+	return ret;
+}
+
+static int dir_load(struct sfs_dir *d, struct sfs_node *n)
+{
+	struct sfs_stack *st = sfs_node_stack(n);
+	int ret;
+
+	sfs_dirlist_free(&d->list);
+	ret = list_add(&d->list, ".", n->ino, DT_DIR);
+	if (ret == 0)
+		ret = list_add(&d->list, "..", 0, DT_DIR);
+	if (ret == 0)
+		ret = sfs_dirlist_read(st, n == sfs_node_root(), &d->list);
+	sfs_stack_put(st);
+	d->loaded = ret == 0;
+	return ret;
+}
+
+void sfs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct sfs_dir *d = calloc(1, sizeof(*d));
+
+	if (!d) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	pthread_mutex_init(&d->lock, NULL);
+	fi->fh = (uintptr_t)d;
+	fi->cache_readdir = 0;
+	if (fuse_reply_open(req, fi) == -ENOENT) {
+		pthread_mutex_destroy(&d->lock);
+		free(d);
+	}
+}
+
+/* Adds one readdirplus entry: looks the name up (counting a lookup the
+ * kernel will own), or gives "." and ".." without one. Returns the size
+ * used, 0 when it did not fit (the lookup is undone), or -errno. */
+static long add_plus(fuse_req_t req, struct sfs_node *dir, const struct sfs_dirent *de,
+		     char *buf, size_t rem, off_t next)
+{
+	struct fuse_entry_param e;
+	size_t sz;
+	int ret;
+
+	if (strcmp(de->name, ".") == 0 || strcmp(de->name, "..") == 0) {
+		memset(&e, 0, sizeof(e));
+		e.attr.st_ino = de->ino;
+		e.attr.st_mode = DTTOIF(de->type);
+		return (long)fuse_add_direntry_plus(req, buf, rem, de->name, &e, next);
+	}
+	ret = sfs_lookup_entry(dir, de->name, &e);
+	if (ret < 0)
+		return ret;
+	sz = fuse_add_direntry_plus(req, buf, rem, de->name, &e, next);
+	if (sz > rem) {
+		sfs_node_forget(sfs_node_of(e.ino), 1);
+		return 0;
+	}
+	return (long)sz;
+}
+
+static long add_plain(fuse_req_t req, const struct sfs_dirent *de, char *buf,
+		      size_t rem, off_t next)
+{
+	struct stat st = { .st_ino = de->ino, .st_mode = DTTOIF(de->type) };
+	size_t sz = fuse_add_direntry(req, buf, rem, de->name, &st, next);
+
+	return sz > rem ? 0 : (long)sz;
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi, bool plus)
+{
+	struct sfs_dir *d = (struct sfs_dir *)(uintptr_t)fi->fh;
+	struct sfs_node *n = sfs_node_of(ino);
+	char *buf = malloc(size);
+	size_t pos = 0;
+	int ret = buf ? 0 : -ENOMEM;
+
+	pthread_mutex_lock(&d->lock);
+	if (ret == 0 && (off == 0 || !d->loaded))
+		ret = dir_load(d, n);
+	for (size_t i = (size_t)off; ret == 0 && i < d->list.n; i++) {
+		long sz = plus ? add_plus(req, n, &d->list.e[i], buf + pos, size - pos, (off_t)i + 1)
+			       : add_plain(req, &d->list.e[i], buf + pos, size - pos, (off_t)i + 1);
+
+		if (sz == -ENOENT)
+			continue; /* removed since the listing was read */
+		if (sz <= 0) {
+			ret = (int)sz;
+			break;
+		}
+		pos += (size_t)sz;
+	}
+	pthread_mutex_unlock(&d->lock);
+	/* An error after some entries: return those; the next call reports. */
+	if (ret < 0 && pos == 0)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_buf(req, buf, pos);
+	free(buf);
+}
+
+void sfs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, fi, false);
+}
+
+void sfs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, fi, true);
+}
+
+void sfs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct sfs_dir *d = (struct sfs_dir *)(uintptr_t)fi->fh;
+
+	sfs_dirlist_free(&d->list);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+	fuse_reply_err(req, 0);
+}
+
+void sfs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+		     struct fuse_file_info *fi)
+{
+	struct sfs_stack *st = sfs_node_stack(sfs_node_of(ino));
+	int fd = sfs_reopen(st->l[0].fd, O_RDONLY | O_DIRECTORY);
+	int ret = fd;
+
+	sfs_stack_put(st);
+	if (fd >= 0) {
+		ret = (datasync ? fdatasync(fd) : fsync(fd)) < 0 ? -errno : 0;
+		close(fd);
+	}
+	fuse_reply_err(req, -ret);
+}

@@ -1,0 +1,74 @@
+/* The only code that turns a name into an fd inside a branch. Every walk
+ * is one component beneath a directory fd of the branch, with openat2's
+ * RESOLVE_BENEATH and no symlink following, so that nothing planted in a
+ * branch can make the daemon reach outside it (DESIGN.md decision 2). */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "stackfs/stackfs.h"
+
+int sfs_open_beneath(int dirfd, const char *name, int flags, mode_t mode)
+{
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW),
+		.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+			   RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+	};
+	long fd;
+
+	/* A single component only: "..", "." and "/" never reach here from
+	 * the kernel, but refuse them rather than trust that. */
+	if (!name[0] || strchr(name, '/') || strcmp(name, "..") == 0)
+		return -EINVAL;
+	fd = syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+	return fd < 0 ? -errno : (int)fd;
+}
+
+int sfs_path_fd(int dirfd, const char *name)
+{
+	return sfs_open_beneath(dirfd, name, O_PATH, 0);
+}
+
+void sfs_fd_path(int fd, char buf[static 32])
+{
+	snprintf(buf, 32, "/proc/self/fd/%d", fd);
+}
+
+/* The magic link names exactly the inode we hold, so following it cannot
+ * leave the branch; O_NOFOLLOW would refuse the magic link itself. */
+int sfs_reopen(int pathfd, int flags)
+{
+	char p[32];
+	int fd;
+
+	sfs_fd_path(pathfd, p);
+	fd = open(p, (flags & ~(O_NOFOLLOW | O_CREAT | O_EXCL)) | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int sfs_fstat(int fd, struct stat *st)
+{
+	if (fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	return 0;
+}
+
+/* One fd per cached inode: lift the soft limit to the hard one. */
+int sfs_raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return -errno;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return -errno;
+	return 0;
+}

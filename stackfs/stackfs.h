@@ -1,0 +1,223 @@
+/* stackfs daemon: private header. Prototypes are grouped by the file that
+ * defines them. Functions return 0 or a negative errno. */
+#ifndef SFS_STACKFS_H
+#define SFS_STACKFS_H
+
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "stackfs/branch.h"
+
+/* ---- opts.c: mount options ------------------------------------------ */
+#include "whiteout/whiteout.h"
+
+struct sfs_opts {
+	char *branches;           /* the BRANCHES argument */
+	char *mountpoint;
+	int foreground;
+	int debug;
+	double timeout;           /* entry and attribute cache timeout, s */
+	enum sfs_whiteout_style whiteout;
+	int show_help;
+	int show_version;
+};
+
+/* Parses argv into opts and leaves the FUSE options in *fargs. Unknown
+ * options are refused by fuse_session_new, which names them. */
+int sfs_opts_parse(struct fuse_args *args, struct sfs_opts *o);
+void sfs_opts_usage(const char *prog);
+
+/* ---- node.c: the inode table ---------------------------------------- */
+
+/* One real entry standing behind a union inode: an O_PATH fd in branch
+ * `bidx` of the snapshot the stack was resolved against. */
+struct sfs_layer {
+	int fd;
+	unsigned bidx;
+};
+
+/* The layers of one union inode, highest first: one for a non-directory,
+ * one per contributing branch for a merged directory. Immutable and
+ * refcounted: a copy-up or a new upper directory replaces a node's stack
+ * while requests still use the old one, whose fds stay open until the
+ * last of them is done. */
+struct sfs_stack {
+	atomic_uint refs;
+	struct sfs_snap *snap;
+	unsigned n;
+	struct sfs_layer l[];
+};
+
+/* A union inode. Its FUSE nodeid is its address (the root is 1). The
+ * table holds it while the kernel has lookups on it or the daemon holds
+ * references (children point at their parent, open files at their
+ * node); it is freed when both reach zero. */
+struct sfs_node {
+	struct sfs_node *hnext;   /* hash chain, under the shard lock */
+	uint64_t key_dev;         /* identity: the entry's identity layer */
+	uint64_t key_ino;
+	uint64_t nlookup;         /* kernel lookups, under the shard lock */
+	uint64_t refs;            /* daemon references, under the shard lock */
+	uint64_t ino;             /* st_ino shown in the view */
+	uint64_t generation;      /* tells a reused nodeid apart */
+	mode_t type;              /* S_IFMT bits, fixed for the node's life */
+	pthread_mutex_t lock;     /* guards stack, parent and name */
+	struct sfs_stack *stack;
+	struct sfs_node *parent;  /* counted reference; NULL for the root */
+	char *name;               /* last name it was reached by */
+};
+
+int sfs_nodes_init(void);
+int sfs_node_root_init(struct sfs_stack *st, const struct stat *idst);
+void sfs_nodes_destroy(void);
+struct sfs_node *sfs_node_root(void);
+struct sfs_node *sfs_node_of(fuse_ino_t ino);
+fuse_ino_t sfs_node_id(struct sfs_node *n);
+/* Finds or adds the node for a resolved entry and counts one kernel
+ * lookup on it. Takes over `st` (the stack). */
+int sfs_node_lookup_insert(struct sfs_node *parent, const char *name,
+			   struct sfs_stack *st, const struct stat *idst,
+			   struct sfs_node **out);
+void sfs_node_forget(struct sfs_node *n, uint64_t nlookup);
+/* The node of an identity, referenced, or NULL when none is cached. */
+struct sfs_node *sfs_node_find(const struct stat *idst);
+void sfs_node_ref(struct sfs_node *n);
+void sfs_node_unref(struct sfs_node *n);
+/* The node's current stack, referenced; never NULL. */
+struct sfs_stack *sfs_node_stack(struct sfs_node *n);
+/* Replaces the node's stack (takes over `st`), e.g. after an upper
+ * directory was created for it. */
+void sfs_node_set_stack(struct sfs_node *n, struct sfs_stack *st);
+/* Records a rename: the node now lives at parent/name. */
+int sfs_node_move(struct sfs_node *n, struct sfs_node *parent, const char *name);
+
+struct sfs_stack *sfs_stack_new(struct sfs_snap *snap, unsigned n);
+struct sfs_stack *sfs_stack_get(struct sfs_stack *st);
+void sfs_stack_put(struct sfs_stack *st);
+/* The layer of the stack in branch bidx, or NULL. */
+const struct sfs_layer *sfs_stack_in(const struct sfs_stack *st, unsigned bidx);
+
+/* ---- resolve.c: the only code that opens paths in a branch ----------- */
+/* Opens one name beneath a layer directory, never following a symlink
+ * and never leaving the branch (openat2 RESOLVE_BENEATH). */
+int sfs_open_beneath(int dirfd, const char *name, int flags, mode_t mode);
+/* O_PATH|O_NOFOLLOW handle of dirfd/name. */
+int sfs_path_fd(int dirfd, const char *name);
+/* Reopens an O_PATH fd with real access flags through /proc/self/fd. */
+int sfs_reopen(int pathfd, int flags);
+/* "/proc/self/fd/N" for syscalls that take no fd. */
+void sfs_fd_path(int fd, char buf[static 32]);
+int sfs_fstat(int fd, struct stat *st);
+int sfs_raise_nofile(void);
+
+/* ---- lookup.c: resolution across branches ---------------------------- */
+/* Resolves name in the directory stack dst: the highest branch holding
+ * the name wins; directories below it merge until an opaque one; a
+ * whiteout stops the search. Returns 0 with a new stack, the stat of its
+ * top layer and that of its identity layer (the lowest one of a merged
+ * directory, so that creating an upper directory keeps st_ino), or
+ * -ENOENT. */
+int sfs_resolve(const struct sfs_stack *dst, const char *name,
+		struct sfs_stack **out, struct stat *top, struct stat *idst);
+/* 1 when name is visible in the branches below bidx of dst (a removal
+ * in bidx must leave a whiteout), 0 when not, or -errno. */
+int sfs_resolve_below(const struct sfs_stack *dst, unsigned bidx, const char *name);
+/* Lookup for the kernel: resolve, insert, fill the entry. */
+int sfs_lookup_entry(struct sfs_node *parent, const char *name,
+		     struct fuse_entry_param *e);
+/* True when the name is reserved by the union (metadata dir at the root,
+ * whiteout names). */
+bool sfs_name_reserved(const struct sfs_node *parent, const char *name);
+
+/* ---- inode.c: attributes --------------------------------------------- */
+void sfs_stat_fill(const struct sfs_node *n, const struct sfs_stack *st,
+		   const struct stat *real, struct stat *out);
+uint64_t sfs_ino_of(const struct sfs_snap *snap, unsigned bidx,
+		    const struct stat *real);
+int sfs_node_getattr(struct sfs_node *n, struct stat *out);
+extern double sfs_timeout;
+
+/* ---- copy_up.c: making entries exist in a rw branch ------------------ */
+/* The node's stack with its top layer in a rw branch, copying the entry
+ * up first when it lives in a ro branch. Referenced. */
+int sfs_node_writable(struct sfs_node *n, struct sfs_stack **out);
+/* A name for a temporary entry in a staging directory. */
+void sfs_temp_name(char buf[64], const char *what);
+/* True when the stack's top layer is in a rw branch. */
+bool sfs_stack_writable(const struct sfs_stack *st);
+/* Makes sure directory node `dir` has a layer in branch bidx, creating
+ * the missing directories there with the union's mode, owner and times.
+ * Returns the node's stack, referenced, which has a layer in bidx. */
+int sfs_dir_ensure_layer(struct sfs_node *dir, unsigned bidx,
+			 struct sfs_stack **out);
+
+/* ---- file.c: an open file ------------------------------------------- */
+struct sfs_file {
+	int fd;                   /* the real file, opened with the caller's flags */
+};
+
+/* ---- dir.c: namespace helpers ----------------------------------------- */
+/* Where a new name of a directory goes: the directory's layer in a rw
+ * branch (made if missing), with a whiteout of the name there removed. */
+struct sfs_place {
+	struct sfs_stack *pst;        /* the parent's stack, referenced */
+	const struct sfs_layer *pl;   /* its layer in the target branch */
+	struct sfs_branch *br;        /* the target branch */
+	bool was_whiteout;            /* a directory made here must be opaque */
+};
+int sfs_place_at(struct sfs_node *parent, const char *name, int bidx,
+		 struct sfs_place *p);
+/* In the highest rw branch. */
+int sfs_place_new(struct sfs_node *parent, const char *name, struct sfs_place *p);
+/* Enters a just-made entry into the table and fills the kernel's reply:
+ * it has one layer, the one just made (nothing below shows through a
+ * name that was free, or whited out and then made opaque). */
+int sfs_entry_new(struct sfs_node *parent, const struct sfs_place *p,
+		  const char *name, struct fuse_entry_param *e);
+/* Gives a new entry the caller's ownership, as if the caller had made it
+ * (the daemon creates as root). */
+int sfs_set_owner(int dirfd, const char *name, fuse_req_t req);
+
+/* ---- readdir.c: the merged listing ------------------------------------ */
+struct sfs_dirent {
+	char *name;
+	ino_t ino;                /* real inode number (0: unknown) */
+	unsigned char type;       /* DT_* */
+};
+struct sfs_dirlist {
+	struct sfs_dirent *e;
+	size_t n, cap;
+};
+/* Reads every layer of a directory stack into one listing: each visible
+ * name once, whiteouts and reserved names left out; `.`/`..` not included. */
+int sfs_dirlist_read(const struct sfs_stack *st, bool is_root,
+		     struct sfs_dirlist *out);
+void sfs_dirlist_free(struct sfs_dirlist *l);
+
+/* ---- dir.c / file.c / readdir.c / inode.c / xattrs.c: handlers ------- */
+extern const struct fuse_lowlevel_ops sfs_ops;
+
+/* ---- log.c ------------------------------------------------------------ */
+void sfs_log(int level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void sfs_log_set_foreground(int fg, int debug);
+#define SFS_LOG_ERR 3
+#define SFS_LOG_WARN 4
+#define SFS_LOG_INFO 6
+#define SFS_LOG_DEBUG 7
+
+/* ---- main.c: the mount's global state -------------------------------- */
+struct sfs_mount {
+	struct sfs_opts opts;
+	struct sfs_snap *snap;            /* current branch set, under snap_lock */
+	pthread_mutex_t snap_lock;        /* serialises snapshot swaps */
+};
+extern struct sfs_mount sfs_m;
+/* The current snapshot, referenced. */
+struct sfs_snap *sfs_snap_current(void);
+
+#endif

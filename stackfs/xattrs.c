@@ -1,0 +1,124 @@
+/* The xattr requests: pass-through to the entry's top layer; the
+ * union's own attributes stay hidden and untouchable. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stackfs/ops.h"
+#include "xattr/xattr.h"
+
+/* How to name the real entry to the xattr calls: its own fd, or for a
+ * symlink its parent's layer in the same branch and its name. */
+struct xtarget {
+	struct sfs_stack *st, *pst;
+	int fd;
+	char *ent;
+};
+
+static int xtarget_get(struct sfs_node *n, bool write, struct xtarget *t)
+{
+	const struct sfs_layer *pl;
+	struct sfs_node *parent;
+	int ret = 0;
+
+	memset(t, 0, sizeof(*t));
+	if (write)
+		ret = sfs_node_writable(n, &t->st);
+	else
+		t->st = sfs_node_stack(n);
+	if (ret < 0)
+		return ret;
+	t->fd = t->st->l[0].fd;
+	if (n->type != S_IFLNK)
+		return 0;
+	pthread_mutex_lock(&n->lock);
+	parent = n->parent;
+	t->ent = strdup(n->name);
+	t->pst = sfs_node_stack(parent);
+	pthread_mutex_unlock(&n->lock);
+	pl = sfs_stack_in(t->pst, t->st->l[0].bidx);
+	if (!t->ent || !pl)
+		return t->ent ? -ESTALE : -ENOMEM;
+	t->fd = pl->fd;
+	return 0;
+}
+
+static void xtarget_put(struct xtarget *t)
+{
+	if (t->st)
+		sfs_stack_put(t->st);
+	if (t->pst)
+		sfs_stack_put(t->pst);
+	free(t->ent);
+}
+
+static const char *xent(const struct xtarget *t)
+{
+	return t->ent ? t->ent : "";
+}
+
+void sfs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+		     const char *value, size_t size, int flags)
+{
+	struct xtarget t = { 0 };
+	int ret = sfs_xattr_is_private(name) ? -EPERM
+		: xtarget_get(sfs_node_of(ino), true, &t);
+
+	if (ret == 0)
+		ret = sfs_xattr_set(t.fd, xent(&t), name, value, size, flags);
+	xtarget_put(&t);
+	fuse_reply_err(req, -ret);
+}
+
+void sfs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	struct xtarget t = { 0 };
+	int ret = sfs_xattr_is_private(name) ? -ENODATA
+		: xtarget_get(sfs_node_of(ino), true, &t);
+
+	if (ret == 0)
+		ret = sfs_xattr_remove(t.fd, xent(&t), name);
+	xtarget_put(&t);
+	fuse_reply_err(req, -ret);
+}
+
+void sfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	struct xtarget t = { 0 };
+	char *buf = size ? malloc(size) : NULL;
+	ssize_t n = (size && !buf) ? -ENOMEM
+		: sfs_xattr_is_private(name) ? -ENODATA
+		: xtarget_get(sfs_node_of(ino), false, &t);
+
+	if (n == 0)
+		n = sfs_xattr_get(t.fd, xent(&t), name, buf, size);
+	xtarget_put(&t);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+	free(buf);
+}
+
+/* The size the kernel asks for first (size 0) counts hidden names too:
+ * a little more than needed, never less. */
+void sfs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct xtarget t = { 0 };
+	char *buf = size ? malloc(size) : NULL;
+	ssize_t n = (size && !buf) ? -ENOMEM
+		: xtarget_get(sfs_node_of(ino), false, &t);
+
+	if (n == 0)
+		n = sfs_xattr_list(t.fd, xent(&t), buf, size);
+	xtarget_put(&t);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)n);
+	else
+		fuse_reply_buf(req, buf, sfs_xattr_filter(buf, (size_t)n));
+	free(buf);
+}

@@ -1,0 +1,158 @@
+/* Whiteouts: reading both formats, writing the configured one. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "whiteout/whiteout.h"
+
+/* ".wh." + name, or NULL when it would not fit in NAME_MAX. */
+static char *aufs_name(const char *name)
+{
+	size_t len = strlen(name);
+	char *s;
+
+	if (len + SFS_WH_PREFIX_LEN > 255) {
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	s = malloc(len + SFS_WH_PREFIX_LEN + 1);
+	if (!s)
+		return NULL;
+	memcpy(s, SFS_WH_PREFIX, SFS_WH_PREFIX_LEN);
+	memcpy(s + SFS_WH_PREFIX_LEN, name, len + 1);
+	return s;
+}
+
+static int exists_at(int dirfd, const char *name)
+{
+	struct stat st;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		return 1;
+	return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
+}
+
+int sfs_wh_has_aufs(int dirfd, const char *name)
+{
+	char *wh = aufs_name(name);
+	int ret;
+
+	if (!wh)
+		return errno == ENAMETOOLONG ? 0 : -ENOMEM;
+	ret = exists_at(dirfd, wh);
+	free(wh);
+	return ret;
+}
+
+static int create_aufs(int dirfd, const char *name)
+{
+	char *wh = aufs_name(name);
+	int fd, ret = 0;
+
+	if (!wh)
+		return -errno;
+	fd = openat(dirfd, wh, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0);
+	if (fd < 0)
+		ret = errno == EEXIST ? 0 : -errno;
+	else
+		close(fd);
+	free(wh);
+	return ret;
+}
+
+/* A unique name for temporary entries in the staging directory. */
+static void temp_name(char buf[64], const char *what)
+{
+	static atomic_ulong seq;
+
+	snprintf(buf, 64, "%s.%d.%lu", what, (int)getpid(),
+		 atomic_fetch_add(&seq, 1));
+}
+
+static int create_overlay(int dirfd, const char *name, int workfd)
+{
+	char tmp[64];
+	struct stat st;
+	int ret = 0;
+
+	temp_name(tmp, "wh");
+	if (mknodat(workfd, tmp, S_IFCHR | 0, makedev(0, 0)) < 0)
+		return -errno;
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+		/* rename cannot put a device over a directory: swap them,
+		 * then remove the (empty) directory from the staging area. */
+		if (renameat2(workfd, tmp, dirfd, name, RENAME_EXCHANGE) < 0)
+			ret = -errno;
+		else if (unlinkat(workfd, tmp, AT_REMOVEDIR) < 0)
+			ret = -errno;
+	} else if (renameat(workfd, tmp, dirfd, name) < 0) {
+		ret = -errno;
+	}
+	if (ret < 0)
+		unlinkat(workfd, tmp, 0);
+	return ret;
+}
+
+int sfs_wh_create(int dirfd, const char *name, int workfd,
+		  enum sfs_whiteout_style style)
+{
+	if (style == SFS_WH_OVERLAY)
+		return create_overlay(dirfd, name, workfd);
+	return create_aufs(dirfd, name);
+}
+
+int sfs_wh_remove(int dirfd, const char *name)
+{
+	struct stat st;
+	char *wh;
+	int ret = 0;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    sfs_wh_is_chr_whiteout(&st)) {
+		if (unlinkat(dirfd, name, 0) < 0)
+			return -errno;
+		ret = 1;
+	}
+	wh = aufs_name(name);
+	if (!wh)
+		return errno == ENAMETOOLONG ? ret : -ENOMEM;
+	if (unlinkat(dirfd, wh, 0) == 0)
+		ret = 1;
+	else if (errno != ENOENT)
+		ret = -errno;
+	free(wh);
+	return ret;
+}
+
+int sfs_wh_clear_dir(int dirfd)
+{
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	struct dirent *e;
+	struct stat st;
+	int ret = 0;
+
+	if (!d) {
+		ret = -errno;
+		if (fd >= 0)
+			close(fd);
+		return ret;
+	}
+	while (ret == 0 && (e = readdir(d))) {
+		if (sfs_wh_reserved_name(e->d_name) ||
+		    (e->d_type == DT_CHR && fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		     sfs_wh_is_chr_whiteout(&st))) {
+			if (unlinkat(fd, e->d_name, 0) < 0 && errno != ENOENT)
+				ret = -errno;
+		}
+	}
+	closedir(d);
+	return ret;
+}

@@ -1,0 +1,57 @@
+/* Whiteouts and opaque directories, in both on-disk formats:
+ *  - aufs/OCI: an empty file ".wh.NAME" hides NAME of lower branches; a
+ *    file ".wh..wh..opq" in a directory makes it opaque.
+ *  - overlayfs: a character device 0:0 named NAME hides NAME; the xattr
+ *    trusted.overlay.opaque="y" (user.overlay.opaque for userxattr
+ *    layers) makes a directory opaque.
+ * Both are read on every branch; the mount writes one of them.
+ * All fds are directory fds (O_PATH is enough for reading); names are
+ * single components. Functions return 0/1 for yes/no or -errno. */
+#ifndef SFS_WHITEOUT_H
+#define SFS_WHITEOUT_H
+
+#include <stdbool.h>
+#include <sys/stat.h>
+
+enum sfs_whiteout_style { SFS_WH_AUFS = 0, SFS_WH_OVERLAY = 1 };
+
+#define SFS_WH_PREFIX ".wh."
+#define SFS_WH_PREFIX_LEN 4
+#define SFS_WH_OPQ ".wh..wh..opq"
+#define SFS_OVL_OPAQUE_XATTR "trusted.overlay.opaque"
+#define SFS_OVL_USER_OPAQUE_XATTR "user.overlay.opaque"
+
+/* Names of the aufs format: ".wh.*". Never shown, never created. */
+static inline bool sfs_wh_reserved_name(const char *name)
+{
+	return name[0] == '.' && name[1] == 'w' && name[2] == 'h' &&
+	       name[3] == '.';
+}
+
+/* An overlayfs whiteout: a character device 0:0. */
+static inline bool sfs_wh_is_chr_whiteout(const struct stat *st)
+{
+	return S_ISCHR(st->st_mode) && st->st_rdev == 0;
+}
+
+/* 1 when NAME is whited out in dirfd by a ".wh.NAME" file. */
+int sfs_wh_has_aufs(int dirfd, const char *name);
+/* 1 when the directory is opaque in either format. */
+int sfs_wh_is_opaque(int dirfd);
+
+/* Hides NAME of the branches below: in aufs style creates ".wh.NAME"
+ * (NAME itself, if present in dirfd, is left to the caller to remove
+ * after this succeeded, so a crash leaves the old state); in overlay
+ * style creates the device in workfd under a temporary name and renames
+ * it onto NAME, replacing a non-directory NAME atomically. */
+int sfs_wh_create(int dirfd, const char *name, int workfd,
+		  enum sfs_whiteout_style style);
+/* Removes a whiteout of NAME in either format: 1 if there was one. */
+int sfs_wh_remove(int dirfd, const char *name);
+/* Removes every whiteout and aufs marker in a directory (before it is
+ * removed: the view showed it empty). dirfd may be O_PATH. */
+int sfs_wh_clear_dir(int dirfd);
+/* Marks a directory opaque in the given style. */
+int sfs_wh_set_opaque(int dirfd, enum sfs_whiteout_style style);
+
+#endif
