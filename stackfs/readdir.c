@@ -177,6 +177,19 @@ int sfs_dirlist_read(const struct sfs_stack *st, bool is_root,
 	return ret;
 }
 
+/* readdir(3) skips entries whose d_ino is 0, so ".." needs a number:
+ * the parent's, or the root's own. */
+static ino_t dotdot_ino(struct sfs_node *n)
+{
+	ino_t ino = n->ino;
+
+	pthread_mutex_lock(&n->lock);
+	if (n->parent)
+		ino = n->parent->ino;
+	pthread_mutex_unlock(&n->lock);
+	return ino;
+}
+
 static int dir_load(struct sfs_dir *d, struct sfs_node *n)
 {
 	struct sfs_stack *st = sfs_node_stack(n);
@@ -185,7 +198,7 @@ static int dir_load(struct sfs_dir *d, struct sfs_node *n)
 	sfs_dirlist_free(&d->list);
 	ret = list_add(&d->list, ".", n->ino, DT_DIR);
 	if (ret == 0)
-		ret = list_add(&d->list, "..", 0, DT_DIR);
+		ret = list_add(&d->list, "..", dotdot_ino(n), DT_DIR);
 	if (ret == 0)
 		ret = sfs_dirlist_read(st, n == sfs_node_root(), &d->list);
 	sfs_stack_put(st);
