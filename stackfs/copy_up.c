@@ -1,35 +1,41 @@
-/* Making entries exist in a rw branch. Directories are built in the
- * branch's staging directory with the union's mode, owner and times, and
- * renamed into place, so a crash never leaves a half-made directory. */
+/* Copy-up: making an entry exist in the highest rw branch before it is
+ * changed. The copy is built in the branch's staging directory
+ * (.stackfs/work) — data, owner, xattrs, ACLs, mode, times, origin — and
+ * renamed into place in one step, so a crash at any point leaves either
+ * the lower entry visible or the complete copy, never a partial one. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "stackfs/stackfs.h"
+#include "xattr/xattr.h"
 
-/* Serialises the creation of upper directories; it happens once per
- * directory and branch, so one lock costs nothing measurable. */
+/* Creating upper directories happens once per directory and branch:
+ * one lock costs nothing measurable. */
 static pthread_mutex_t dir_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Copy-ups of non-directories take a lock striped by node, so that two
+ * requests never copy one file at once and different files copy in
+ * parallel; nodes carry no lock of their own for it. */
+#define CU_STRIPES 64
+static pthread_mutex_t cu_locks[CU_STRIPES] = {
+	[0 ... CU_STRIPES - 1] = PTHREAD_MUTEX_INITIALIZER
+};
+
+static pthread_mutex_t *cu_lock_of(const struct sfs_node *n)
+{
+	return &cu_locks[((uintptr_t)n / sizeof(*n)) % CU_STRIPES];
+}
 
 bool sfs_stack_writable(const struct sfs_stack *st)
 {
 	return st->snap->b[st->l[0].bidx]->mode == SFS_BRANCH_RW;
-}
-
-int sfs_node_writable(struct sfs_node *n, struct sfs_stack **out)
-{
-	struct sfs_stack *st = sfs_node_stack(n);
-
-	if (!sfs_stack_writable(st)) {
-		sfs_stack_put(st);
-		return -EROFS;
-	}
-	*out = st;
-	return 0;
 }
 
 void sfs_temp_name(char buf[64], const char *what)
@@ -40,35 +46,142 @@ void sfs_temp_name(char buf[64], const char *what)
 		 atomic_fetch_add(&seq, 1));
 }
 
-/* Builds a copy of directory `src` in the staging dir; returns its name. */
-static int stage_dir(int workfd, const struct stat *src, char tmp[64])
+/* "/proc/self/fd/DIRFD/NAME": a path to an entry that the xattr and ACL
+ * copy functions take, without following the entry if a symlink. */
+static void entry_path(char *buf, size_t len, int dirfd, const char *name)
+{
+	snprintf(buf, len, "/proc/self/fd/%d/%s", dirfd, name);
+}
+
+/* Gives the staged copy the source's owner, xattrs, ACLs, mode and
+ * times, in an order where no step undoes an earlier one: chown clears
+ * set-ID bits and capabilities, so it goes first; times go last. */
+static int copy_meta(int sdir, const char *sname, const struct stat *src,
+		     int workfd, const char *tmp)
 {
 	struct timespec tv[2] = { src->st_atim, src->st_mtim };
-	int fd, ret = 0;
+	bool lnk = S_ISLNK(src->st_mode);
+	char sp[300], dp[300];
+	int ret;
 
-	sfs_temp_name(tmp, "dir");
-	if (mkdirat(workfd, tmp, 0700) < 0)
+	if (fchownat(workfd, tmp, src->st_uid, src->st_gid, AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
-	fd = sfs_path_fd(workfd, tmp);
-	if (fd < 0) {
-		ret = fd;
-		goto fail;
+	entry_path(sp, sizeof(sp), sdir, sname);
+	entry_path(dp, sizeof(dp), workfd, tmp);
+	ret = sfs_xattr_copy(sp, dp, lnk);
+	if (ret < 0)
+		return ret;
+	if (!lnk && fchmodat(workfd, tmp, src->st_mode & 07777, 0) < 0)
+		return -errno;
+	if (utimensat(workfd, tmp, tv, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Copies [off, end) with copy_file_range, or read/write where the
+ * filesystems cannot. */
+static int copy_range(int in, int out, off_t off, off_t end)
+{
+	char buf[1 << 16];
+
+	while (off < end) {
+		off_t o_in = off, o_out = off;
+		ssize_t n = copy_file_range(in, &o_in, out, &o_out, (size_t)(end - off), 0);
+
+		if (n < 0 && (errno == EXDEV || errno == ENOSYS ||
+			      errno == EOPNOTSUPP || errno == EINVAL)) {
+			n = pread(in, buf, sizeof(buf) < (size_t)(end - off) ? sizeof(buf) : (size_t)(end - off), off);
+			if (n > 0 && pwrite(out, buf, (size_t)n, off) != n)
+				return errno ? -errno : -EIO;
+		}
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break; /* the source shrank: the size is set after */
+		off += n;
 	}
-	if (fchownat(fd, "", src->st_uid, src->st_gid, AT_EMPTY_PATH) < 0 ||
-	    fchmodat(workfd, tmp, src->st_mode & 07777, 0) < 0 ||
-	    utimensat(fd, "", tv, AT_EMPTY_PATH) < 0)
-		ret = -errno;
-	close(fd);
-	if (ret == 0)
+	return 0;
+}
+
+/* A reflink where the filesystem shares extents (XFS, btrfs); else the
+ * data extents only, so holes stay holes. */
+static int copy_data(int in, int out, off_t size)
+{
+	off_t pos = 0;
+	int ret = 0;
+
+	if (ioctl(out, FICLONE, in) == 0)
 		return 0;
-fail:
-	unlinkat(workfd, tmp, AT_REMOVEDIR);
+	while (ret == 0 && pos < size) {
+		off_t data = lseek(in, pos, SEEK_DATA), hole;
+
+		if (data < 0)
+			return errno == ENXIO ? ftruncate(out, size) < 0 ? -errno : 0 : -errno;
+		hole = lseek(in, data, SEEK_HOLE);
+		if (hole < 0)
+			return -errno;
+		ret = copy_range(in, out, data, hole);
+		pos = hole;
+	}
+	if (ret == 0 && ftruncate(out, size) < 0)
+		ret = -errno;
 	return ret;
 }
 
-/* Moves a staged directory to parentfd/name, leaving the parent's times
- * as they were: the union's view of the parent has not changed. */
-static int place_dir(int workfd, const char *tmp, int parentfd, const char *name)
+static int stage_file(const struct sfs_layer *src, const struct stat *st,
+		      int workfd, const char *tmp, bool nodata)
+{
+	int in = -1, out, ret = 0;
+
+	out = sfs_open_beneath(workfd, tmp, O_CREAT | O_EXCL | O_WRONLY, 0600);
+	if (out < 0)
+		return out;
+	if (!nodata) {
+		in = sfs_reopen(src->fd, O_RDONLY);
+		ret = in < 0 ? in : copy_data(in, out, st->st_size);
+	}
+	if (ret == 0 && sfs_m.opts.fsync && fsync(out) < 0)
+		ret = -errno;
+	if (in >= 0)
+		close(in);
+	close(out);
+	return ret;
+}
+
+/* Makes the staged entry: the type's own creation, then its metadata. */
+static int stage_entry(const struct sfs_layer *src, int sdir, const char *sname,
+		       const struct stat *st, int workfd, char tmp[64], bool nodata)
+{
+	char target[PATH_MAX + 1];
+	ssize_t len;
+	int ret = 0;
+
+	sfs_temp_name(tmp, "cu");
+	if (S_ISREG(st->st_mode)) {
+		ret = stage_file(src, st, workfd, tmp, nodata);
+	} else if (S_ISLNK(st->st_mode)) {
+		len = readlinkat(src->fd, "", target, sizeof(target) - 1);
+		if (len < 0)
+			return -errno;
+		target[len] = '\0';
+		if (symlinkat(target, workfd, tmp) < 0)
+			return -errno;
+	} else if (S_ISDIR(st->st_mode)) {
+		if (mkdirat(workfd, tmp, 0700) < 0)
+			return -errno;
+	} else if (mknodat(workfd, tmp, (st->st_mode & S_IFMT) | 0600, st->st_rdev) < 0) {
+		return -errno;
+	}
+	if (ret == 0)
+		ret = copy_meta(sdir, sname, st, workfd, tmp);
+	if (ret < 0)
+		unlinkat(workfd, tmp, S_ISDIR(st->st_mode) ? AT_REMOVEDIR : 0);
+	return ret;
+}
+
+/* Moves a staged entry to parentfd/name. The parent's times are put back:
+ * the union's view of the parent has not changed. */
+static int place_entry(int workfd, const char *tmp, int parentfd, const char *name)
 {
 	struct stat pst;
 	struct timespec tv[2];
@@ -109,37 +222,65 @@ static struct sfs_stack *stack_with(const struct sfs_stack *st, unsigned bidx, i
 	return ns;
 }
 
-/* Creates dir's directory in branch bidx, whose parent has one there. */
-static int make_upper_dir(struct sfs_node *dir, const struct sfs_stack *st,
-			  const struct sfs_layer *pl, unsigned bidx,
-			  const char *name)
+/* The parent and name a node was last reached by, referenced. */
+static int node_where(struct sfs_node *n, struct sfs_node **parent, char **name)
 {
+	pthread_mutex_lock(&n->lock);
+	*parent = n->parent;
+	*name = n->name ? strdup(n->name) : NULL;
+	if (*parent)
+		sfs_node_ref(*parent);
+	pthread_mutex_unlock(&n->lock);
+	if (*name)
+		return 0;
+	if (*parent)
+		sfs_node_unref(*parent);
+	return -ENOMEM;
+}
+
+/* Copies node n (stack st, parent stack pst) into branch bidx and
+ * installs the new stack. For a directory the lower layers stay below
+ * the new one; anything else is replaced. */
+static int copy_into(struct sfs_node *n, const struct sfs_stack *st,
+		     const struct sfs_stack *pst, unsigned bidx,
+		     const char *name, bool nodata)
+{
+	const struct sfs_layer *sl = sfs_stack_in(pst, st->l[0].bidx);
+	const struct sfs_layer *dl = sfs_stack_in(pst, bidx);
 	int workfd = st->snap->b[bidx]->work_fd;
 	struct sfs_stack *ns;
 	struct stat src;
 	char tmp[64];
-	int fd, ret = sfs_fstat(st->l[0].fd, &src);
+	int fd, ret = sl && dl ? sfs_fstat(st->l[0].fd, &src) : -ESTALE;
 
 	if (ret == 0)
-		ret = stage_dir(workfd, &src, tmp);
-	if (ret < 0)
-		return ret;
-	ret = place_dir(workfd, tmp, pl->fd, name);
-	if (ret < 0) {
-		unlinkat(workfd, tmp, AT_REMOVEDIR);
-		if (ret != -EEXIST)
-			return ret;
+		ret = stage_entry(&st->l[0], sl->fd, name, &src, workfd, tmp, nodata);
+	if (ret == 0 && !S_ISDIR(src.st_mode))
+		ret = sfs_origin_set(workfd, tmp, &src);
+	if (ret == 0) {
+		ret = place_entry(workfd, tmp, dl->fd, name);
+		if (ret < 0)
+			unlinkat(workfd, tmp, S_ISDIR(src.st_mode) ? AT_REMOVEDIR : 0);
 	}
-	/* placed now, by us or by a racing request before we took the lock */
-	fd = sfs_path_fd(pl->fd, name);
+	/* a directory placed by a racing request is as good as ours */
+	if (ret < 0 && !(ret == -EEXIST && S_ISDIR(src.st_mode)))
+		return ret;
+	fd = sfs_path_fd(dl->fd, name);
 	if (fd < 0)
 		return fd;
-	ns = stack_with(st, bidx, fd);
+	if (S_ISDIR(src.st_mode)) {
+		ns = stack_with(st, bidx, fd);
+	} else {
+		ns = sfs_stack_new(st->snap, 1);
+		if (ns)
+			ns->l[0] = (struct sfs_layer){ fd, bidx };
+	}
 	if (!ns) {
 		close(fd);
 		return -ENOMEM;
 	}
-	sfs_node_set_stack(dir, ns);
+	sfs_node_set_stack(n, ns);
+	atomic_fetch_add(&n->cu_gen, 1);
 	return 0;
 }
 
@@ -156,26 +297,80 @@ int sfs_dir_ensure_layer(struct sfs_node *dir, unsigned bidx,
 		return sfs_stack_in(st, bidx) ? 0 : -ENOENT;
 	}
 	sfs_stack_put(st);
-	pthread_mutex_lock(&dir->lock);
-	parent = dir->parent;
-	name = strdup(dir->name);
-	if (parent)
-		sfs_node_ref(parent);
-	pthread_mutex_unlock(&dir->lock);
-	ret = name ? sfs_dir_ensure_layer(parent, bidx, &pst) : -ENOMEM;
+	ret = node_where(dir, &parent, &name);
+	if (ret < 0)
+		return ret;
+	ret = sfs_dir_ensure_layer(parent, bidx, &pst);
 	if (ret == 0) {
 		pthread_mutex_lock(&dir_lock);
 		st = sfs_node_stack(dir);
 		if (!sfs_stack_in(st, bidx))
-			ret = make_upper_dir(dir, st, sfs_stack_in(pst, bidx), bidx, name);
+			ret = copy_into(dir, st, pst, bidx, name, false);
 		sfs_stack_put(st);
 		pthread_mutex_unlock(&dir_lock);
-	}
-	if (pst)
 		sfs_stack_put(pst);
+	}
 	sfs_node_unref(parent);
 	free(name);
 	if (ret == 0)
 		*out = sfs_node_stack(dir);
 	return ret;
+}
+
+/* Copies a non-directory up into the highest rw branch. */
+static int copy_up_file(struct sfs_node *n, int bidx, bool nodata)
+{
+	struct sfs_stack *st, *pst = NULL;
+	struct sfs_node *parent;
+	char *name;
+	int ret = node_where(n, &parent, &name);
+
+	if (ret < 0)
+		return ret;
+	ret = sfs_dir_ensure_layer(parent, (unsigned)bidx, &pst);
+	if (ret == 0) {
+		pthread_mutex_lock(cu_lock_of(n));
+		st = sfs_node_stack(n);
+		if (!sfs_stack_writable(st))
+			ret = copy_into(n, st, pst, (unsigned)bidx, name, nodata);
+		sfs_stack_put(st);
+		pthread_mutex_unlock(cu_lock_of(n));
+		sfs_stack_put(pst);
+	}
+	sfs_node_unref(parent);
+	free(name);
+	return ret;
+}
+
+int sfs_node_copy_up(struct sfs_node *n, unsigned flags, struct sfs_stack **out)
+{
+	struct sfs_stack *st = sfs_node_stack(n);
+	int top = st->snap->top_rw, ret = 0;
+
+	if (sfs_stack_writable(st)) {
+		*out = st;
+		return 0;
+	}
+	sfs_stack_put(st);
+	if (top < 0)
+		return -EROFS;
+	if (n == sfs_node_root())
+		return -EROFS; /* the root is every branch's root: never lower-only */
+	if (n->type == S_IFDIR)
+		ret = sfs_dir_ensure_layer(n, (unsigned)top, &st);
+	else
+		ret = copy_up_file(n, top, flags & SFS_CU_NODATA);
+	if (ret < 0) {
+		sfs_log(SFS_LOG_WARN, "copy-up of %s failed: %s", n->name ? n->name : "/", strerror(-ret));
+		return ret;
+	}
+	if (n->type == S_IFDIR)
+		sfs_stack_put(st);
+	*out = sfs_node_stack(n);
+	return sfs_stack_writable(*out) ? 0 : -EROFS;
+}
+
+int sfs_node_writable(struct sfs_node *n, struct sfs_stack **out)
+{
+	return sfs_node_copy_up(n, 0, out);
 }

@@ -13,13 +13,20 @@ static struct sfs_file *file_of(struct fuse_file_info *fi)
 	return (struct sfs_file *)(uintptr_t)fi->fh;
 }
 
-static int file_new(int fd, struct fuse_file_info *fi)
+static int file_new(struct sfs_node *n, unsigned gen, int fd,
+		    struct fuse_file_info *fi)
 {
 	struct sfs_file *f = malloc(sizeof(*f));
 
 	if (!f)
 		return -ENOMEM;
 	f->fd = fd;
+	f->flags = fi->flags & ~(O_CREAT | O_EXCL | O_TRUNC);
+	f->cu_gen = gen;
+	f->stale_fd = -1;
+	f->node = n;
+	sfs_node_ref(n);
+	pthread_mutex_init(&f->lock, NULL);
 	fi->fh = (uintptr_t)f;
 	return 0;
 }
@@ -27,7 +34,41 @@ static int file_new(int fd, struct fuse_file_info *fi)
 static void file_free(struct sfs_file *f)
 {
 	close(f->fd);
+	if (f->stale_fd >= 0)
+		close(f->stale_fd);
+	sfs_node_unref(f->node);
+	pthread_mutex_destroy(&f->lock);
 	free(f);
+}
+
+/* Every descriptor of a union inode sees one file: one opened before a
+ * copy-up (read-only, or the copy-up would have come first) moves to the
+ * copy at its next use. The old fd stays open until release, since a
+ * concurrent request may still be reading it. */
+int sfs_file_fd(struct sfs_file *f)
+{
+	unsigned gen = atomic_load_explicit(&f->node->cu_gen, memory_order_acquire);
+	struct sfs_stack *st;
+	int fd, ret;
+
+	if (gen == f->cu_gen)
+		return f->fd;
+	pthread_mutex_lock(&f->lock);
+	ret = f->fd;
+	if (gen != f->cu_gen) {
+		st = sfs_node_stack(f->node);
+		fd = sfs_reopen(st->l[0].fd, f->flags);
+		sfs_stack_put(st);
+		if (fd >= 0) {
+			if (f->stale_fd >= 0)
+				close(f->stale_fd);
+			f->stale_fd = f->fd;
+			f->fd = ret = fd;
+			f->cu_gen = gen;
+		}
+	}
+	pthread_mutex_unlock(&f->lock);
+	return ret;
 }
 
 static bool wants_write(int flags)
@@ -37,22 +78,24 @@ static bool wants_write(int flags)
 
 static int do_open(struct sfs_node *n, struct fuse_file_info *fi)
 {
+	unsigned gen = atomic_load(&n->cu_gen);
 	struct sfs_stack *st;
-	int fd, ret;
+	int fd, ret = 0;
 
+	/* a file about to be truncated needs no data copied */
 	if (wants_write(fi->flags))
-		ret = sfs_node_writable(n, &st);
-	else {
+		ret = sfs_node_copy_up(n, (fi->flags & O_TRUNC) ? SFS_CU_NODATA : 0, &st);
+	else
 		st = sfs_node_stack(n);
-		ret = 0;
-	}
 	if (ret < 0)
 		return ret;
+	if (wants_write(fi->flags))
+		gen = atomic_load(&n->cu_gen);
 	fd = sfs_reopen(st->l[0].fd, fi->flags);
 	sfs_stack_put(st);
 	if (fd < 0)
 		return fd;
-	ret = file_new(fd, fi);
+	ret = file_new(n, gen, fd, fi);
 	if (ret < 0)
 		close(fd);
 	return ret;
@@ -82,7 +125,7 @@ static int do_create(fuse_req_t req, struct sfs_node *parent, const char *name,
 	if (ret == 0)
 		ret = sfs_entry_new(parent, &p, name, e);
 	if (ret == 0)
-		ret = file_new(fd, fi);
+		ret = file_new(sfs_node_of(e->ino), atomic_load(&sfs_node_of(e->ino)->cu_gen), fd, fi);
 	if (ret < 0 && fd >= 0)
 		close(fd);
 	sfs_stack_put(p.pst);
@@ -109,7 +152,7 @@ void sfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
 
 	buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-	buf.buf[0].fd = file_of(fi)->fd;
+	buf.buf[0].fd = sfs_file_fd(file_of(fi));
 	buf.buf[0].pos = off;
 	fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
 }
@@ -121,7 +164,7 @@ void sfs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 	ssize_t n;
 
 	out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-	out.buf[0].fd = file_of(fi)->fd;
+	out.buf[0].fd = sfs_file_fd(file_of(fi));
 	out.buf[0].pos = off;
 	n = fuse_buf_copy(&out, in, 0);
 	if (n < 0)
@@ -146,7 +189,7 @@ void sfs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 void sfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		  struct fuse_file_info *fi)
 {
-	int fd = file_of(fi)->fd;
+	int fd = sfs_file_fd(file_of(fi));
 	int r = datasync ? fdatasync(fd) : fsync(fd);
 
 	fuse_reply_err(req, r < 0 ? errno : 0);
@@ -155,7 +198,7 @@ void sfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 void sfs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 		      off_t length, struct fuse_file_info *fi)
 {
-	int r = fallocate(file_of(fi)->fd, mode, offset, length);
+	int r = fallocate(sfs_file_fd(file_of(fi)), mode, offset, length);
 
 	fuse_reply_err(req, r < 0 ? errno : 0);
 }
@@ -163,7 +206,7 @@ void sfs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 void sfs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		  struct fuse_file_info *fi)
 {
-	off_t r = lseek(file_of(fi)->fd, off, whence);
+	off_t r = lseek(sfs_file_fd(file_of(fi)), off, whence);
 
 	if (r < 0)
 		fuse_reply_err(req, errno);
@@ -176,8 +219,8 @@ void sfs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 			    off_t off_out, struct fuse_file_info *fi_out,
 			    size_t len, int flags)
 {
-	ssize_t n = copy_file_range(file_of(fi_in)->fd, &off_in,
-				    file_of(fi_out)->fd, &off_out, len,
+	ssize_t n = copy_file_range(sfs_file_fd(file_of(fi_in)), &off_in,
+				    sfs_file_fd(file_of(fi_out)), &off_out, len,
 				    (unsigned)flags);
 
 	if (n < 0)

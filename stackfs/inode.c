@@ -15,12 +15,17 @@ double sfs_timeout = 1.0;
  * filesystem in the top byte, so entries of different filesystems
  * never collide. (Stable numbers across copy-up come with the inode
  * records of the on-disk format.) */
-uint64_t sfs_ino_of(const struct sfs_snap *snap, unsigned bidx,
-		    const struct stat *real)
+uint64_t sfs_ino_of(const struct sfs_snap *snap, uint64_t dev, uint64_t ino)
 {
-	uint64_t fsidx = snap->b[bidx]->fsidx;
+	uint64_t fsidx = 0;
 
-	return (uint64_t)real->st_ino ^ (fsidx << 56);
+	for (unsigned i = 0; i < snap->n; i++) {
+		if ((uint64_t)snap->b[i]->dev == dev) {
+			fsidx = snap->b[i]->fsidx;
+			break;
+		}
+	}
+	return ino ^ (fsidx << 56);
 }
 
 void sfs_stat_fill(const struct sfs_node *n, const struct sfs_stack *st,
@@ -141,7 +146,7 @@ void sfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	int ret = sfs_node_writable(n, &st);
 
 	if (ret == 0) {
-		ret = setattr_layer(st->l[0].fd, f ? f->fd : -1, attr, to_set);
+		ret = setattr_layer(st->l[0].fd, f ? sfs_file_fd(f) : -1, attr, to_set);
 		sfs_stack_put(st);
 	}
 	if (ret == 0)

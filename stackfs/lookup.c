@@ -66,6 +66,25 @@ static int resolve_layer(struct resolve *r, const struct sfs_layer *dl,
 	return ret < 0 ? ret : !ret;
 }
 
+/* A copied-up non-directory keeps the identity of its origin. Only an
+ * entry with branches below it can be a copy. */
+static int resolve_origin(struct resolve *r, const struct sfs_stack *dst)
+{
+	uint64_t dev, ino;
+	int ret;
+
+	if (r->n != 1 || S_ISDIR(r->top.st_mode) || S_ISLNK(r->top.st_mode) ||
+	    r->found[0].bidx >= dst->l[dst->n - 1].bidx ||
+	    dst->snap->b[r->found[0].bidx]->mode != SFS_BRANCH_RW)
+		return 0;
+	ret = sfs_origin_get(r->found[0].fd, &dev, &ino);
+	if (ret == 1) {
+		r->id.st_dev = (dev_t)dev;
+		r->id.st_ino = (ino_t)ino;
+	}
+	return ret < 0 ? ret : 0;
+}
+
 int sfs_resolve(const struct sfs_stack *dst, const char *name,
 		struct sfs_stack **out, struct stat *top, struct stat *idst)
 {
@@ -75,6 +94,8 @@ int sfs_resolve(const struct sfs_stack *dst, const char *name,
 
 	for (unsigned i = 0; i < dst->n && ret > 0; i++)
 		ret = resolve_layer(&r, &dst->l[i], name, i + 1 < dst->n);
+	if (ret >= 0)
+		ret = resolve_origin(&r, dst);
 	if (ret < 0 || r.n == 0) {
 		resolve_drop(&r);
 		return ret < 0 ? ret : -ENOENT;

@@ -266,9 +266,27 @@ static struct sfs_node *node_new(const struct stat *idst, struct sfs_stack *st)
 	n->key_dev = idst->st_dev;
 	n->key_ino = idst->st_ino;
 	n->type = idst->st_mode & S_IFMT;
-	n->ino = sfs_ino_of(st->snap, st->l[st->n - 1].bidx, idst);
+	n->ino = sfs_ino_of(st->snap, idst->st_dev, idst->st_ino);
 	n->stack = st;
 	return n;
+}
+
+/* Installs a fresh resolution in a node found by identity. It is the
+ * truth (the old stack may name a file since replaced under the same
+ * inode number), except where the node was copied up and the fresh one
+ * is another hard link of the lower file: the copy stays. */
+static void node_refresh(struct sfs_node *n, struct sfs_stack *st)
+{
+	bool keep;
+
+	pthread_mutex_lock(&n->lock);
+	keep = n->stack->snap == st->snap && n->stack->l[0].bidx < st->l[0].bidx &&
+	       n->type != S_IFDIR;
+	pthread_mutex_unlock(&n->lock);
+	if (keep)
+		sfs_stack_put(st);
+	else
+		sfs_node_set_stack(n, st);
 }
 
 /* Finds a live node of the same identity and type; counts a lookup. */
@@ -314,11 +332,9 @@ int sfs_node_lookup_insert(struct sfs_node *parent, const char *name,
 	}
 	pthread_mutex_unlock(&s->lock);
 	if (n != fresh) {
-		/* The fresh resolution is the truth: the old stack may name a
-		 * file since replaced under the same inode number. */
 		fresh->stack = NULL;
 		node_free(fresh);
-		sfs_node_set_stack(n, st);
+		node_refresh(n, st);
 	}
 	ret = sfs_node_move(n, parent, name);
 	if (n == fresh)

@@ -14,6 +14,7 @@ enum { KEY_FG, KEY_DEBUG, KEY_HELP, KEY_VERSION, KEY_WHITEOUT };
 #define OPT(t, field, v) { t, offsetof(struct sfs_opts, field), v }
 static const struct fuse_opt table[] = {
 	OPT("timeout=%lf", timeout, 0),
+	OPT("fsync", fsync, 1),
 	FUSE_OPT_KEY("whiteout=", KEY_WHITEOUT),
 	FUSE_OPT_KEY("-f", KEY_FG),
 	FUSE_OPT_KEY("-d", KEY_DEBUG),
@@ -106,6 +107,7 @@ void sfs_opts_usage(const char *prog)
 	       "\n"
 	       "stackfs options:\n"
 	       "    -o whiteout=wh|overlay  whiteout format written (default wh)\n"
+	       "    -o fsync                fsync every copy-up before it is placed\n"
 	       "    -o timeout=SECONDS      kernel cache timeout for entries and\n"
 	       "                            attributes (default 1)\n"
 	       "    -f                      stay in the foreground\n"

@@ -83,8 +83,7 @@ static void merge_dup(struct merge *m, size_t idx, unsigned char type,
 static int merge_entry(struct merge *m, int dirfd, unsigned bidx,
 		       const char *name, ino_t real_ino, unsigned char type)
 {
-	struct stat fake = { .st_ino = real_ino };
-	uint64_t ino = sfs_ino_of(m->snap, bidx, &fake);
+	uint64_t ino = sfs_ino_of(m->snap, m->snap->b[bidx]->dev, real_ino);
 	size_t idx;
 	int ret;
 

@@ -74,7 +74,35 @@ static int rn_check_dest(struct rn *r)
 	return ret;
 }
 
-/* Renames that stay in one branch and need no copy-up or redirect. */
+/* A non-directory source in a lower branch is copied up first; the
+ * rename then happens in the highest rw branch. */
+static int rn_copy_up_source(struct rn *r)
+{
+	struct sfs_node *n;
+	struct sfs_stack *st;
+	int ret;
+
+	if (S_ISDIR(r->stop.st_mode) || (int)r->sst->l[0].bidx == r->sst->snap->top_rw)
+		return 0;
+	n = sfs_node_find(&r->sid);
+	if (!n)
+		return -EXDEV; /* not known to the kernel: nothing to rename */
+	ret = sfs_node_writable(n, &st);
+	sfs_node_unref(n);
+	if (ret < 0)
+		return ret;
+	sfs_stack_put(st);
+	/* The copy took the name the node was last reached by; for a lower
+	 * file with several hard links that may be another one. */
+	sfs_stack_put(r->sst);
+	r->sst = NULL;
+	ret = sfs_resolve(r->pst, r->name, &r->sst, &r->stop, &r->sid);
+	if (ret == 0 && (int)r->sst->l[0].bidx != r->sst->snap->top_rw)
+		ret = -EXDEV;
+	return ret;
+}
+
+/* Renames that stay in one branch and need no redirect. */
 static int rn_check_branch(struct rn *r)
 {
 	r->k = r->sst->l[0].bidx;
@@ -121,8 +149,12 @@ static int rn_do(struct rn *r, const struct sfs_layer *npl, int *rflags)
 		if (ret < 0)
 			return ret;
 	}
-	if (renameat2(pl->fd, r->name, npl->fd, r->newname, (unsigned)*rflags) < 0)
-		return -errno;
+	if (renameat2(pl->fd, r->name, npl->fd, r->newname, (unsigned)*rflags) < 0) {
+		ret = -errno;
+		if (below && !(*rflags & RENAME_WHITEOUT))
+			sfs_wh_remove(pl->fd, r->name); /* the old name stays */
+		return ret;
+	}
 	return 0;
 }
 
@@ -159,6 +191,8 @@ static int do_rename(struct rn *r)
 
 	if (ret == 0)
 		ret = rn_check_dest(r);
+	if (ret == 0)
+		ret = rn_copy_up_source(r);
 	if (ret == 0)
 		ret = rn_check_branch(r);
 	if (ret == 0)

@@ -13,6 +13,7 @@
 #include "stackfs/branch.h"
 
 /* ---- opts.c: mount options ------------------------------------------ */
+#include "whiteout/origin.h"
 #include "whiteout/whiteout.h"
 
 struct sfs_opts {
@@ -21,6 +22,7 @@ struct sfs_opts {
 	int foreground;
 	int debug;
 	double timeout;           /* entry and attribute cache timeout, s */
+	int fsync;                /* fsync copies before they are placed */
 	enum sfs_whiteout_style whiteout;
 	int show_help;
 	int show_version;
@@ -64,6 +66,7 @@ struct sfs_node {
 	uint64_t refs;            /* daemon references, under the shard lock */
 	uint64_t ino;             /* st_ino shown in the view */
 	uint64_t generation;      /* tells a reused nodeid apart */
+	atomic_uint cu_gen;       /* bumped when the node is copied up */
 	mode_t type;              /* S_IFMT bits, fixed for the node's life */
 	pthread_mutex_t lock;     /* guards stack, parent and name */
 	struct sfs_stack *stack;
@@ -136,8 +139,7 @@ bool sfs_name_reserved(const struct sfs_node *parent, const char *name);
 /* ---- inode.c: attributes --------------------------------------------- */
 void sfs_stat_fill(const struct sfs_node *n, const struct sfs_stack *st,
 		   const struct stat *real, struct stat *out);
-uint64_t sfs_ino_of(const struct sfs_snap *snap, unsigned bidx,
-		    const struct stat *real);
+uint64_t sfs_ino_of(const struct sfs_snap *snap, uint64_t dev, uint64_t ino);
 int sfs_node_getattr(struct sfs_node *n, struct stat *out);
 extern double sfs_timeout;
 
@@ -145,6 +147,9 @@ extern double sfs_timeout;
 /* The node's stack with its top layer in a rw branch, copying the entry
  * up first when it lives in a ro branch. Referenced. */
 int sfs_node_writable(struct sfs_node *n, struct sfs_stack **out);
+/* The same, with flags: SFS_CU_NODATA copies no data (O_TRUNC). */
+#define SFS_CU_NODATA 1u
+int sfs_node_copy_up(struct sfs_node *n, unsigned flags, struct sfs_stack **out);
 /* A name for a temporary entry in a staging directory. */
 void sfs_temp_name(char buf[64], const char *what);
 /* True when the stack's top layer is in a rw branch. */
@@ -158,7 +163,14 @@ int sfs_dir_ensure_layer(struct sfs_node *dir, unsigned bidx,
 /* ---- file.c: an open file ------------------------------------------- */
 struct sfs_file {
 	int fd;                   /* the real file, opened with the caller's flags */
+	int flags;                /* those flags */
+	unsigned cu_gen;          /* the node's cu_gen when fd was opened */
+	int stale_fd;             /* the fd before a copy-up, kept for readers */
+	struct sfs_node *node;    /* referenced */
+	pthread_mutex_t lock;     /* guards a reopen after copy-up */
 };
+/* The file's fd, reopened on the copy if the node was copied up since. */
+int sfs_file_fd(struct sfs_file *f);
 
 /* ---- dir.c: namespace helpers ----------------------------------------- */
 /* Where a new name of a directory goes: the directory's layer in a rw

@@ -17,6 +17,11 @@ int sfs_xattr_set(int fd, const char *ent, const char *name, const void *value,
 ssize_t sfs_xattr_list(int fd, const char *ent, char *list, size_t size);
 int sfs_xattr_remove(int fd, const char *ent, const char *name);
 
+/* Copies every attribute but the private ones, then mode and ACLs (not
+ * for symlinks), from path src to path dst; neither final component is
+ * followed. 0 or -errno (the target's refusal, e.g. -ENOTSUP, -ENOSPC). */
+int sfs_xattr_copy(const char *src, const char *dst, bool symlink);
+
 /* Attributes of the union's on-disk format (whiteout and opaque markers
  * of overlayfs, our own namespace): never shown, never set through it. */
 bool sfs_xattr_is_private(const char *name);
