@@ -5,6 +5,8 @@
  *    until one is opaque or a non-directory is met (which stays hidden).
  * Whiteouts are only looked for where there are branches below to hide. */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -22,6 +24,8 @@ struct resolve {
 	struct sfs_layer found[64];
 	unsigned n;
 	struct stat top, id;
+	char *redirect;           /* the lower layers are elsewhere */
+	const struct sfs_snap *snap;
 };
 
 static void resolve_drop(struct resolve *r)
@@ -29,6 +33,23 @@ static void resolve_drop(struct resolve *r)
 	for (unsigned i = 0; i < r->n; i++)
 		close(r->found[i].fd);
 	r->n = 0;
+}
+
+/* A directory with layers below: opaque stops, a redirect sends the
+ * search elsewhere. 1 to go on below, 0 to stop, or -errno. */
+static int resolve_marks(struct resolve *r, int fd)
+{
+	struct sfs_dirmark m;
+	int ret = sfs_dirmark_read(fd, &m);
+
+	if (ret < 0)
+		return ret;
+	if (m.opaque) {
+		sfs_dirmark_free(&m);
+		return 0;
+	}
+	r->redirect = m.redirect;
+	return r->redirect ? 0 : 1;
 }
 
 /* Looks at one layer. Returns 1 to go on to the layer below, 0 to stop,
@@ -60,10 +81,13 @@ static int resolve_layer(struct resolve *r, const struct sfs_layer *dl,
 	r->found[r->n].fd = fd;
 	r->found[r->n].bidx = dl->bidx;
 	r->n++;
-	if (!S_ISDIR(st.st_mode) || !below)
+	/* A directory of a branch with branches below it may have been
+	 * renamed there with its lower layers elsewhere (a redirect), even
+	 * where its parent has no layers below. */
+	if (!S_ISDIR(st.st_mode) || dl->bidx + 1 >= r->snap->n)
 		return 0;
-	ret = sfs_wh_is_opaque(fd);
-	return ret < 0 ? ret : !ret;
+	ret = resolve_marks(r, fd);
+	return below ? ret : ret < 0 ? ret : 0;
 }
 
 /* A copied-up non-directory keeps the identity of its origin. Only an
@@ -85,17 +109,88 @@ static int resolve_origin(struct resolve *r, const struct sfs_stack *dst)
 	return ret < 0 ? ret : 0;
 }
 
+/* The stack of every branch root below branch bidx. */
+static struct sfs_stack *roots_below(struct sfs_snap *s, unsigned bidx)
+{
+	struct sfs_stack *st = sfs_stack_new(s, s->n - bidx - 1);
+
+	for (unsigned i = 0; st && i < st->n; i++) {
+		st->l[i].bidx = bidx + 1 + i;
+		st->l[i].fd = fcntl(s->b[bidx + 1 + i]->root_fd, F_DUPFD_CLOEXEC, 0);
+		if (st->l[i].fd < 0) {
+			sfs_stack_put(st);
+			return NULL;
+		}
+	}
+	return st;
+}
+
+/* Adds the directory layers found at an absolute redirect path in the
+ * branches below branch bidx: a lookup of the path in a union of those
+ * branches (whose own whiteouts, opaque directories and redirects count). */
+static int resolve_abs(struct resolve *r, struct sfs_snap *s, unsigned bidx,
+		       const char *path)
+{
+	struct sfs_stack *st = roots_below(s, bidx), *next;
+	char *copy = strdup(path), *save = NULL, *c;
+	struct stat top, id;
+	int ret = st && copy ? 0 : -ENOMEM;
+
+	for (c = strtok_r(copy, "/", &save); ret == 0 && c; c = strtok_r(NULL, "/", &save)) {
+		ret = sfs_resolve(st, c, &next, &top, &id);
+		if (ret == 0) {
+			sfs_stack_put(st);
+			st = next;
+			ret = S_ISDIR(top.st_mode) ? 0 : -ENOENT;
+		}
+	}
+	for (unsigned i = 0; ret == 0 && i < st->n && r->n < 64; i++) {
+		r->found[r->n].bidx = st->l[i].bidx;
+		r->found[r->n].fd = fcntl(st->l[i].fd, F_DUPFD_CLOEXEC, 0);
+		if (r->found[r->n].fd < 0)
+			ret = -errno;
+		else
+			r->id = id, r->n++;
+	}
+	if (st)
+		sfs_stack_put(st);
+	free(copy);
+	return ret == -ENOENT ? 0 : ret;
+}
+
+/* Follows a redirect met at layer i: an absolute one from the roots of
+ * the branches below, a relative one (a name) in the parent's layers. */
+static int resolve_redirect(struct resolve *r, const struct sfs_stack *dst,
+			    unsigned i)
+{
+	char *to = r->redirect;
+	int ret = 1;
+
+	r->redirect = NULL;
+	if (to[0] == '/')
+		ret = resolve_abs(r, dst->snap, dst->l[i].bidx, to);
+	else if (!strchr(to, '/'))
+		for (unsigned j = i + 1; j < dst->n && ret > 0; j++)
+			ret = resolve_layer(r, &dst->l[j], to, j + 1 < dst->n);
+	free(to);
+	return ret < 0 ? ret : 0;
+}
+
 int sfs_resolve(const struct sfs_stack *dst, const char *name,
 		struct sfs_stack **out, struct stat *top, struct stat *idst)
 {
-	struct resolve r = { .n = 0 };
+	struct resolve r = { .n = 0, .snap = dst->snap };
 	struct sfs_stack *st;
+	unsigned i;
 	int ret = 1;
 
-	for (unsigned i = 0; i < dst->n && ret > 0; i++)
+	for (i = 0; i < dst->n && ret > 0; i++)
 		ret = resolve_layer(&r, &dst->l[i], name, i + 1 < dst->n);
+	if (ret >= 0 && r.redirect)
+		ret = resolve_redirect(&r, dst, i - 1);
 	if (ret >= 0)
 		ret = resolve_origin(&r, dst);
+	free(r.redirect);
 	if (ret < 0 || r.n == 0) {
 		resolve_drop(&r);
 		return ret < 0 ? ret : -ENOENT;
@@ -145,7 +240,7 @@ int sfs_lookup_entry(struct sfs_node *parent, const char *name,
 
 int sfs_resolve_below(const struct sfs_stack *dst, unsigned bidx, const char *name)
 {
-	struct resolve r = { .n = 0 };
+	struct resolve r = { .n = 0, .snap = dst->snap };
 	unsigned i = 0;
 	int ret = 1;
 
@@ -153,6 +248,7 @@ int sfs_resolve_below(const struct sfs_stack *dst, unsigned bidx, const char *na
 		i++;
 	for (; i < dst->n && ret > 0; i++)
 		ret = resolve_layer(&r, &dst->l[i], name, i + 1 < dst->n);
+	free(r.redirect);
 	ret = ret < 0 ? ret : r.n > 0;
 	resolve_drop(&r);
 	return ret;

@@ -5,6 +5,7 @@
  * that mv(1) falls back to copy and unlink. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -74,15 +75,53 @@ static int rn_check_dest(struct rn *r)
 	return ret;
 }
 
-/* A non-directory source in a lower branch is copied up first; the
- * rename then happens in the highest rw branch. */
+/* A directory with lower content moves in constant time: its upper
+ * directory (made if needed) records where the lower layers are, and
+ * only the upper directory is renamed. A directory renamed before keeps
+ * the record it has. */
+static int rn_redirect_dir(struct rn *r)
+{
+	struct sfs_node *n = sfs_node_find(&r->sid);
+	struct sfs_dirmark m;
+	struct sfs_stack *st;
+	char path[PATH_MAX];
+	int ret;
+
+	if (!n)
+		return -EXDEV;
+	ret = sfs_node_writable(n, &st);
+	sfs_node_unref(n);
+	if (ret < 0)
+		return ret;
+	ret = sfs_dirmark_read(st->l[0].fd, &m);
+	if (ret == 0 && !m.redirect && st->n > 1) {
+		ret = sfs_layer_path(st->snap, &st->l[1], path, sizeof(path));
+		if (ret == 0)
+			ret = sfs_redirect_set(st->l[0].fd, path, sfs_m.opts.whiteout);
+	}
+	sfs_dirmark_free(&m);
+	sfs_stack_put(r->sst);
+	r->sst = st;
+	return ret;
+}
+
+/* A source with content in a lower branch is copied up first (a
+ * directory gets a redirect); the rename then happens in the highest rw
+ * branch. */
 static int rn_copy_up_source(struct rn *r)
 {
 	struct sfs_node *n;
 	struct sfs_stack *st;
 	int ret;
 
-	if (S_ISDIR(r->stop.st_mode) || (int)r->sst->l[0].bidx == r->sst->snap->top_rw)
+	if (S_ISDIR(r->stop.st_mode)) {
+		if (r->sst->n == 1 && (int)r->sst->l[0].bidx == r->sst->snap->top_rw)
+			return 0;
+		if (r->flags & RENAME_EXCHANGE)
+			return -EXDEV;
+		return rn_redirect_dir(r);
+	}
+	if ((int)r->sst->l[0].bidx == r->sst->snap->top_rw)
 		return 0;
 	n = sfs_node_find(&r->sid);
 	if (!n)
@@ -108,8 +147,6 @@ static int rn_check_branch(struct rn *r)
 	r->k = r->sst->l[0].bidx;
 	if ((int)r->k != r->sst->snap->top_rw)
 		return -EXDEV; /* in a ro (or lower rw) branch: copy-up first */
-	if (S_ISDIR(r->stop.st_mode) && r->sst->n > 1)
-		return -EXDEV; /* lower content would need a redirect */
 	if (r->dst && r->dst->l[0].bidx < r->k)
 		return -EXDEV;
 	if ((r->flags & RENAME_EXCHANGE) && (r->dst->l[0].bidx != r->k ||

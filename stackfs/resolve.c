@@ -3,6 +3,8 @@
  * RESOLVE_BENEATH and no symlink following, so that nothing planted in a
  * branch can make the daemon reach outside it (DESIGN.md decision 2). */
 #include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <stdio.h>
@@ -71,4 +73,37 @@ int sfs_raise_nofile(void)
 	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
 		return -errno;
 	return 0;
+}
+
+int sfs_layer_path(const struct sfs_snap *s, const struct sfs_layer *l,
+		   char *buf, size_t len)
+{
+	const char *root = s->b[l->bidx]->path;
+	size_t rl = strlen(root);
+	char p[32], *full = malloc(PATH_MAX);
+	ssize_t n;
+	int ret = 0;
+
+	if (!full)
+		return -ENOMEM;
+	sfs_fd_path(l->fd, p);
+	n = readlink(p, full, PATH_MAX - 1);
+	if (n < 0) {
+		ret = -errno;
+		goto out;
+	}
+	full[n] = '\0';
+	if (strcmp(root, "/") == 0)
+		rl = 0;
+	/* the entry must still be beneath its branch root, and not deleted */
+	if (strncmp(full, root, rl) != 0 || (full[rl] != '/' && full[rl] != '\0') ||
+	    strstr(full, " (deleted)")) {
+		ret = -ESTALE;
+		goto out;
+	}
+	if (snprintf(buf, len, "%s", full[rl] ? full + rl : "/") >= (int)len)
+		ret = -ENAMETOOLONG;
+out:
+	free(full);
+	return ret;
 }

@@ -116,6 +116,10 @@ int sfs_reopen(int pathfd, int flags);
 void sfs_fd_path(int fd, char buf[static 32]);
 int sfs_fstat(int fd, struct stat *st);
 int sfs_raise_nofile(void);
+/* The path of a layer's entry from its branch root ("/a/b"), for
+ * redirect records. -ESTALE when it is no longer beneath the root. */
+int sfs_layer_path(const struct sfs_snap *s, const struct sfs_layer *l,
+		   char *buf, size_t len);
 
 /* ---- lookup.c: resolution across branches ---------------------------- */
 /* Resolves name in the directory stack dst: the highest branch holding

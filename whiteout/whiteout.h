@@ -20,6 +20,9 @@ enum sfs_whiteout_style { SFS_WH_AUFS = 0, SFS_WH_OVERLAY = 1 };
 #define SFS_WH_OPQ ".wh..wh..opq"
 #define SFS_OVL_OPAQUE_XATTR "trusted.overlay.opaque"
 #define SFS_OVL_USER_OPAQUE_XATTR "user.overlay.opaque"
+#define SFS_OVL_REDIRECT_XATTR "trusted.overlay.redirect"
+#define SFS_OVL_USER_REDIRECT_XATTR "user.overlay.redirect"
+#define SFS_REDIRECT_XATTR "trusted.stackfs.redirect"
 
 /* Names of the aufs format: ".wh.*". Never shown, never created. */
 static inline bool sfs_wh_reserved_name(const char *name)
@@ -38,6 +41,20 @@ static inline bool sfs_wh_is_chr_whiteout(const struct stat *st)
 int sfs_wh_has_aufs(int dirfd, const char *name);
 /* 1 when the directory is opaque in either format. */
 int sfs_wh_is_opaque(int dirfd);
+
+/* What a directory says about the same directory below it. A redirect
+ * is where its lower layers are: a path from the branch roots starting
+ * with '/', or a name in its parent's lower layers (overlayfs writes
+ * those). Read from trusted.stackfs.redirect, trusted.overlay.redirect
+ * or user.overlay.redirect. */
+struct sfs_dirmark {
+	bool opaque;
+	char *redirect;           /* malloc'd, or NULL */
+};
+int sfs_dirmark_read(int dirfd, struct sfs_dirmark *m);
+void sfs_dirmark_free(struct sfs_dirmark *m);
+/* Records a redirect, in the format of the style. */
+int sfs_redirect_set(int dirfd, const char *path, enum sfs_whiteout_style style);
 
 /* Hides NAME of the branches below: in aufs style creates ".wh.NAME"
  * (NAME itself, if present in dirfd, is left to the caller to remove

@@ -1,0 +1,154 @@
+/* What a directory says about the same directory in the branches below:
+ * opaque (hides them) or redirected (they are at another path, after a
+ * rename of a directory with lower content). Read in both formats with
+ * one listxattr and one fstatat, since every lookup of a merged directory
+ * asks. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "whiteout/whiteout.h"
+
+static void proc_path(char buf[32], int fd)
+{
+	snprintf(buf, 32, "/proc/self/fd/%d", fd);
+}
+
+/* The names a listxattr returned, in a buffer grown as needed. */
+static ssize_t list_names(const char *path, char **buf)
+{
+	size_t size = 1024;
+	ssize_t n;
+
+	for (;;) {
+		char *b = realloc(*buf, size);
+
+		if (!b)
+			return -ENOMEM;
+		*buf = b;
+		n = listxattr(path, b, size);
+		if (n >= 0 || errno != ERANGE)
+			break;
+		size *= 4;
+		if (size > (1 << 20))
+			return -E2BIG;
+	}
+	if (n < 0)
+		return errno == ENOTSUP ? 0 : -errno;
+	return n;
+}
+
+static int read_value(const char *path, const char *name, char **out)
+{
+	char v[4096];
+	ssize_t n = getxattr(path, name, v, sizeof(v) - 1);
+
+	if (n < 0)
+		return errno == ENODATA ? 0 : -errno;
+	v[n] = '\0';
+	*out = strdup(v);
+	return *out ? 0 : -ENOMEM;
+}
+
+static bool is_opaque_name(const char *n)
+{
+	return strcmp(n, SFS_OVL_OPAQUE_XATTR) == 0 ||
+	       strcmp(n, SFS_OVL_USER_OPAQUE_XATTR) == 0;
+}
+
+static bool is_redirect_name(const char *n)
+{
+	return strcmp(n, SFS_REDIRECT_XATTR) == 0 ||
+	       strcmp(n, SFS_OVL_REDIRECT_XATTR) == 0 ||
+	       strcmp(n, SFS_OVL_USER_REDIRECT_XATTR) == 0;
+}
+
+static int marks_from_xattrs(const char *path, struct sfs_dirmark *m)
+{
+	char *names = NULL, *val = NULL;
+	ssize_t len = list_names(path, &names);
+	int ret = len < 0 ? (int)len : 0;
+
+	for (ssize_t i = 0; ret == 0 && i < len; i += (ssize_t)strlen(names + i) + 1) {
+		if (is_opaque_name(names + i)) {
+			ret = read_value(path, names + i, &val);
+			m->opaque |= val && strcmp(val, "y") == 0;
+			free(val);
+			val = NULL;
+		} else if (is_redirect_name(names + i) && !m->redirect) {
+			ret = read_value(path, names + i, &m->redirect);
+		}
+	}
+	free(names);
+	return ret;
+}
+
+int sfs_dirmark_read(int dirfd, struct sfs_dirmark *m)
+{
+	char path[32];
+	struct stat st;
+	int ret;
+
+	memset(m, 0, sizeof(*m));
+	if (fstatat(dirfd, SFS_WH_OPQ, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		m->opaque = true;
+	else if (errno != ENOENT)
+		return -errno;
+	proc_path(path, dirfd);
+	ret = marks_from_xattrs(path, m);
+	if (ret < 0)
+		sfs_dirmark_free(m);
+	return ret;
+}
+
+void sfs_dirmark_free(struct sfs_dirmark *m)
+{
+	free(m->redirect);
+	m->redirect = NULL;
+}
+
+int sfs_wh_is_opaque(int dirfd)
+{
+	struct sfs_dirmark m;
+	int ret = sfs_dirmark_read(dirfd, &m);
+
+	if (ret < 0)
+		return ret;
+	sfs_dirmark_free(&m);
+	return m.opaque;
+}
+
+int sfs_wh_set_opaque(int dirfd, enum sfs_whiteout_style style)
+{
+	char path[32];
+	int fd;
+
+	if (style == SFS_WH_OVERLAY) {
+		proc_path(path, dirfd);
+		if (setxattr(path, SFS_OVL_OPAQUE_XATTR, "y", 1, 0) < 0)
+			return -errno;
+		return 0;
+	}
+	fd = openat(dirfd, SFS_WH_OPQ, O_CREAT | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+int sfs_redirect_set(int dirfd, const char *path, enum sfs_whiteout_style style)
+{
+	const char *name = style == SFS_WH_OVERLAY ? SFS_OVL_REDIRECT_XATTR
+						   : SFS_REDIRECT_XATTR;
+	char p[32];
+
+	proc_path(p, dirfd);
+	if (setxattr(p, name, path, strlen(path), 0) < 0)
+		return -errno;
+	return 0;
+}
