@@ -1,10 +1,13 @@
 /* The merged directory listing. A listing is read whole when a directory
- * stream starts (offset 0) and kept in the open directory: offsets are
- * indexes into it, so small getdents buffers, telldir/seekdir and files
- * created meanwhile never make an entry appear twice or go missing. */
+ * stream starts (offset 0) and kept in the open directory, sorted by a
+ * cookie derived from each name; the offset after an entry is its
+ * cookie. So small getdents buffers and telldir/seekdir never make an
+ * entry appear twice or go missing, and a position stays valid even when
+ * a rewind re-reads the directory after files were created in it. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -189,6 +192,26 @@ static ino_t dotdot_ino(struct sfs_node *n)
 	return ino;
 }
 
+/* A name's position: 63-bit FNV-1a, above the 1 and 2 of "." and "..".
+ * A collision between two names of one directory (about one in 2^40 for
+ * a million names) would hide one of them from a resumed listing. */
+static off_t name_cookie(const char *name)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (; *name; name++)
+		h = (h ^ (unsigned char)*name) * 1099511628211ULL;
+	h &= INT64_MAX;
+	return (off_t)(h < 3 ? h + 3 : h);
+}
+
+static int by_cookie(const void *a, const void *b)
+{
+	const struct sfs_dirent *x = a, *y = b;
+
+	return x->cookie < y->cookie ? -1 : x->cookie > y->cookie;
+}
+
 static int dir_load(struct sfs_dir *d, struct sfs_node *n)
 {
 	struct sfs_stack *st = sfs_node_stack(n);
@@ -202,7 +225,30 @@ static int dir_load(struct sfs_dir *d, struct sfs_node *n)
 		ret = sfs_dirlist_read(st, n == sfs_node_root(), &d->list);
 	sfs_stack_put(st);
 	d->loaded = ret == 0;
-	return ret;
+	if (!d->loaded)
+		return ret;
+	d->list.e[0].cookie = 1;
+	d->list.e[1].cookie = 2;
+	for (size_t i = 2; i < d->list.n; i++)
+		d->list.e[i].cookie = name_cookie(d->list.e[i].name);
+	qsort(d->list.e + 2, d->list.n - 2, sizeof(d->list.e[0]), by_cookie);
+	return 0;
+}
+
+/* The first entry to return for a request at offset off. */
+static size_t dir_seek(const struct sfs_dir *d, off_t off)
+{
+	size_t lo = 0, hi = d->list.n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (d->list.e[mid].cookie <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 void sfs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -270,9 +316,10 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	pthread_mutex_lock(&d->lock);
 	if (ret == 0 && (off == 0 || !d->loaded))
 		ret = dir_load(d, n);
-	for (size_t i = (size_t)off; ret == 0 && i < d->list.n; i++) {
-		long sz = plus ? add_plus(req, n, &d->list.e[i], buf + pos, size - pos, (off_t)i + 1)
-			       : add_plain(req, &d->list.e[i], buf + pos, size - pos, (off_t)i + 1);
+	for (size_t i = ret == 0 ? dir_seek(d, off) : 0; ret == 0 && i < d->list.n; i++) {
+		off_t next = d->list.e[i].cookie;
+		long sz = plus ? add_plus(req, n, &d->list.e[i], buf + pos, size - pos, next)
+			       : add_plain(req, &d->list.e[i], buf + pos, size - pos, next);
 
 		if (sz == -ENOENT)
 			continue; /* removed since the listing was read */

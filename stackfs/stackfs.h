@@ -201,8 +201,9 @@ int sfs_set_owner(int dirfd, const char *name, fuse_req_t req);
 /* ---- readdir.c: the merged listing ------------------------------------ */
 struct sfs_dirent {
 	char *name;
-	ino_t ino;                /* real inode number (0: unknown) */
+	ino_t ino;                /* inode number shown (0: unknown) */
 	unsigned char type;       /* DT_* */
+	off_t cookie;             /* the directory offset after this entry */
 };
 struct sfs_dirlist {
 	struct sfs_dirent *e;
