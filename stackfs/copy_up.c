@@ -137,7 +137,10 @@ static int stage_file(const struct sfs_layer *src, const struct stat *st,
 	if (out < 0)
 		return out;
 	if (!nodata) {
-		in = sfs_reopen(src->fd, O_RDONLY);
+		/* reading the lower file must not change it, atime included */
+		in = sfs_reopen(src->fd, O_RDONLY | O_NOATIME);
+		if (in == -EPERM) /* not the owner, without CAP_FOWNER */
+			in = sfs_reopen(src->fd, O_RDONLY);
 		ret = in < 0 ? in : copy_data(in, out, st->st_size);
 	}
 	if (ret == 0 && sfs_m.opts.fsync && fsync(out) < 0)

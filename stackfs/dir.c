@@ -202,10 +202,12 @@ static int do_link(struct sfs_node *n, struct sfs_node *newparent,
 		return ret;
 	ret = sfs_place_at(newparent, newname, (int)st->l[0].bidx, &p);
 	if (ret == 0) {
+		/* the reply names the same union inode: resolve the new
+		 * name, which finds it by identity (origin included) */
 		if (linkat(st->l[0].fd, "", p.pl->fd, newname, AT_EMPTY_PATH) < 0)
 			ret = -errno;
 		else
-			ret = sfs_entry_new(newparent, &p, newname, e);
+			ret = sfs_lookup_entry(newparent, newname, e);
 		sfs_stack_put(p.pst);
 	}
 	sfs_stack_put(st);

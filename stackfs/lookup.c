@@ -92,16 +92,21 @@ static int resolve_layer(struct resolve *r, const struct sfs_layer *dl,
 
 /* A copied-up non-directory keeps the identity of its origin. Only an
  * entry with branches below it can be a copy. */
-static int resolve_origin(struct resolve *r, const struct sfs_stack *dst)
+static int resolve_origin(struct resolve *r, const struct sfs_stack *dst,
+			  const char *name)
 {
+	const struct sfs_layer *pl;
 	uint64_t dev, ino;
 	int ret;
 
-	if (r->n != 1 || S_ISDIR(r->top.st_mode) || S_ISLNK(r->top.st_mode) ||
+	if (r->n != 1 || S_ISDIR(r->top.st_mode) ||
 	    r->found[0].bidx >= dst->l[dst->n - 1].bidx ||
 	    dst->snap->b[r->found[0].bidx]->mode != SFS_BRANCH_RW)
 		return 0;
-	ret = sfs_origin_get(r->found[0].fd, &dev, &ino);
+	pl = sfs_stack_in(dst, r->found[0].bidx);
+	if (!pl)
+		return 0;
+	ret = sfs_origin_get(pl->fd, name, &dev, &ino);
 	if (ret == 1) {
 		r->id.st_dev = (dev_t)dev;
 		r->id.st_ino = (ino_t)ino;
@@ -189,7 +194,7 @@ int sfs_resolve(const struct sfs_stack *dst, const char *name,
 	if (ret >= 0 && r.redirect)
 		ret = resolve_redirect(&r, dst, i - 1);
 	if (ret >= 0)
-		ret = resolve_origin(&r, dst);
+		ret = resolve_origin(&r, dst, name);
 	free(r.redirect);
 	if (ret < 0 || r.n == 0) {
 		resolve_drop(&r);

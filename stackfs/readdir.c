@@ -31,6 +31,7 @@ struct merge {
 	struct sfs_nameset pending;  /* whiteouts of the current layer */
 	const struct sfs_snap *snap;
 	bool single;                 /* one layer: nothing to merge */
+	bool last;                   /* reading the lowest layer */
 };
 
 void sfs_dirlist_free(struct sfs_dirlist *l)
@@ -83,15 +84,28 @@ static void merge_dup(struct merge *m, size_t idx, unsigned char type,
 		m->out->e[idx].ino = ino;
 }
 
+/* The inode number the view shows for an entry of a layer with layers
+ * below: a copied-up non-directory shows its origin's, as stat does. */
+static uint64_t entry_ino(const struct merge *m, int dirfd, unsigned bidx,
+			  const char *name, ino_t real_ino, unsigned char type)
+{
+	uint64_t dev = m->snap->b[bidx]->dev, odev, oino;
+
+	if (!m->last && type != DT_DIR && m->snap->b[bidx]->mode == SFS_BRANCH_RW &&
+	    sfs_origin_get(dirfd, name, &odev, &oino) == 1)
+		return sfs_ino_of(m->snap, odev, oino);
+	return sfs_ino_of(m->snap, dev, real_ino);
+}
+
 static int merge_entry(struct merge *m, int dirfd, unsigned bidx,
 		       const char *name, ino_t real_ino, unsigned char type)
 {
-	uint64_t ino = sfs_ino_of(m->snap, m->snap->b[bidx]->dev, real_ino);
+	uint64_t ino;
 	size_t idx;
 	int ret;
 
 	if (m->single)
-		return list_add(m->out, name, ino, type);
+		return list_add(m->out, name, sfs_ino_of(m->snap, m->snap->b[bidx]->dev, real_ino), type);
 	if (sfs_wh_reserved_name(name)) {
 		if (strncmp(name, ".wh..wh.", 8) == 0)
 			return 0; /* aufs' own bookkeeping, opaque marker */
@@ -104,9 +118,11 @@ static int merge_entry(struct merge *m, int dirfd, unsigned bidx,
 		return 0;
 	idx = sfs_nameset_get(&m->seen, name);
 	if (idx != (size_t)-1) {
-		merge_dup(m, idx, type, ino);
+		if (type == DT_DIR)
+			merge_dup(m, idx, type, sfs_ino_of(m->snap, m->snap->b[bidx]->dev, real_ino));
 		return 0;
 	}
+	ino = entry_ino(m, dirfd, bidx, name, real_ino, type);
 	ret = sfs_nameset_put(&m->seen, name, m->out->n);
 	return ret < 0 ? ret : list_add(m->out, name, ino, type);
 }
@@ -169,6 +185,7 @@ int sfs_dirlist_read(const struct sfs_stack *st, bool is_root,
 	int ret = 0;
 
 	for (unsigned i = 0; i < st->n && ret == 0; i++) {
+		m.last = i + 1 == st->n;
 		ret = read_layer(&m, &st->l[i], is_root);
 		if (ret == 0)
 			ret = merge_next_layer(&m);

@@ -29,14 +29,14 @@ int sfs_origin_set(int dirfd, const char *name, const struct stat *lower)
 	return 0;
 }
 
-int sfs_origin_get(int fd, uint64_t *dev, uint64_t *ino)
+int sfs_origin_get(int dirfd, const char *name, uint64_t *dev, uint64_t *ino)
 {
 	struct origin_v1 r;
-	char p[32];
+	char p[300];
 	ssize_t n;
 
-	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
-	n = getxattr(p, SFS_ORIGIN_XATTR, &r, sizeof(r));
+	snprintf(p, sizeof(p), "/proc/self/fd/%d/%s", dirfd, name);
+	n = lgetxattr(p, SFS_ORIGIN_XATTR, &r, sizeof(r));
 	if (n < 0)
 		return errno == ENODATA || errno == ENOTSUP || errno == ERANGE ? 0 : -errno;
 	if (n != sizeof(r) || r.version != 1)

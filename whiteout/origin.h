@@ -16,8 +16,8 @@
 
 /* Writes the record on dirfd/name (not followed). 0 or -errno. */
 int sfs_origin_set(int dirfd, const char *name, const struct stat *lower);
-/* Reads the record of an O_PATH fd of a non-symlink: 1 with dev/ino
- * filled, 0 when there is none or it is not understood, or -errno. */
-int sfs_origin_get(int fd, uint64_t *dev, uint64_t *ino);
+/* Reads the record of dirfd/name (not followed): 1 with dev/ino filled,
+ * 0 when there is none or it is not understood, or -errno. */
+int sfs_origin_get(int dirfd, const char *name, uint64_t *dev, uint64_t *ino);
 
 #endif
