@@ -5,12 +5,11 @@
  * the lower entry visible or the complete copy, never a partial one. */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/fs.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "stackfs/stackfs.h"
@@ -78,56 +77,6 @@ static int copy_meta(int sdir, const char *sname, const struct stat *src,
 	return 0;
 }
 
-/* Copies [off, end) with copy_file_range, or read/write where the
- * filesystems cannot. */
-static int copy_range(int in, int out, off_t off, off_t end)
-{
-	char buf[1 << 16];
-
-	while (off < end) {
-		off_t o_in = off, o_out = off;
-		ssize_t n = copy_file_range(in, &o_in, out, &o_out, (size_t)(end - off), 0);
-
-		if (n < 0 && (errno == EXDEV || errno == ENOSYS ||
-			      errno == EOPNOTSUPP || errno == EINVAL)) {
-			n = pread(in, buf, sizeof(buf) < (size_t)(end - off) ? sizeof(buf) : (size_t)(end - off), off);
-			if (n > 0 && pwrite(out, buf, (size_t)n, off) != n)
-				return errno ? -errno : -EIO;
-		}
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break; /* the source shrank: the size is set after */
-		off += n;
-	}
-	return 0;
-}
-
-/* A reflink where the filesystem shares extents (XFS, btrfs); else the
- * data extents only, so holes stay holes. */
-static int copy_data(int in, int out, off_t size)
-{
-	off_t pos = 0;
-	int ret = 0;
-
-	if (ioctl(out, FICLONE, in) == 0)
-		return 0;
-	while (ret == 0 && pos < size) {
-		off_t data = lseek(in, pos, SEEK_DATA), hole;
-
-		if (data < 0)
-			return errno == ENXIO ? ftruncate(out, size) < 0 ? -errno : 0 : -errno;
-		hole = lseek(in, data, SEEK_HOLE);
-		if (hole < 0)
-			return -errno;
-		ret = copy_range(in, out, data, hole);
-		pos = hole;
-	}
-	if (ret == 0 && ftruncate(out, size) < 0)
-		ret = -errno;
-	return ret;
-}
-
 static int stage_file(const struct sfs_layer *src, const struct stat *st,
 		      int workfd, const char *tmp, bool nodata)
 {
@@ -141,7 +90,7 @@ static int stage_file(const struct sfs_layer *src, const struct stat *st,
 		in = sfs_reopen(src->fd, O_RDONLY | O_NOATIME);
 		if (in == -EPERM) /* not the owner, without CAP_FOWNER */
 			in = sfs_reopen(src->fd, O_RDONLY);
-		ret = in < 0 ? in : copy_data(in, out, st->st_size);
+		ret = in < 0 ? in : sfs_copy_data(in, out, st->st_size);
 	}
 	if (ret == 0 && sfs_m.opts.fsync && fsync(out) < 0)
 		ret = -errno;
@@ -253,6 +202,7 @@ static int copy_into(struct sfs_node *n, const struct sfs_stack *st,
 	int workfd = st->snap->b[bidx]->work_fd;
 	struct sfs_stack *ns;
 	struct stat src;
+	bool placed;
 	char tmp[64];
 	int fd, ret = sl && dl ? sfs_fstat(st->l[0].fd, &src) : -ESTALE;
 
@@ -268,9 +218,18 @@ static int copy_into(struct sfs_node *n, const struct sfs_stack *st,
 	/* a directory placed by a racing request is as good as ours */
 	if (ret < 0 && !(ret == -EEXIST && S_ISDIR(src.st_mode)))
 		return ret;
+	placed = ret == 0;
 	fd = sfs_path_fd(dl->fd, name);
 	if (fd < 0)
 		return fd;
+	/* flags go on once placed: an immutable entry cannot be renamed */
+	ret = 0;
+	if ((S_ISREG(src.st_mode) || S_ISDIR(src.st_mode)) && placed)
+		ret = sfs_copy_flags(st->l[0].fd, fd);
+	if (ret < 0) {
+		close(fd);
+		return ret;
+	}
 	if (S_ISDIR(src.st_mode)) {
 		ns = stack_with(st, bidx, fd);
 	} else {

@@ -38,6 +38,7 @@ const struct fuse_lowlevel_ops sfs_ops = {
 	.fallocate = sfs_op_fallocate,
 	.lseek = sfs_op_lseek,
 	.copy_file_range = sfs_op_copy_file_range,
+	.ioctl = sfs_op_ioctl,
 };
 
 /* What the union asks of the kernel's FUSE layer. */
@@ -46,7 +47,7 @@ void sfs_op_init(void *userdata, struct fuse_conn_info *conn)
 	unsigned want = FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_SPLICE_WRITE |
 			FUSE_CAP_SPLICE_MOVE | FUSE_CAP_CACHE_SYMLINKS |
 			FUSE_CAP_PARALLEL_DIROPS | FUSE_CAP_READDIRPLUS |
-			FUSE_CAP_READDIRPLUS_AUTO;
+			FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_IOCTL_DIR;
 
 	conn->want |= want & conn->capable;
 	/* exports would send lookups of "." and "..", which we refuse */

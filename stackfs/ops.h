@@ -53,6 +53,11 @@ void sfs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 			    off_t off_out, struct fuse_file_info *fi_out,
 			    size_t len, int flags);
 
+/* ioctl.c */
+void sfs_op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
+		  struct fuse_file_info *fi, unsigned flags, const void *in_buf,
+		  size_t in_bufsz, size_t out_bufsz);
+
 /* readdir.c */
 void sfs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void sfs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

@@ -147,6 +147,12 @@ uint64_t sfs_ino_of(const struct sfs_snap *snap, uint64_t dev, uint64_t ino);
 int sfs_node_getattr(struct sfs_node *n, struct stat *out);
 extern double sfs_timeout;
 
+/* ---- copy_data.c ------------------------------------------------------ */
+/* Copies a file's data (reflink, else data extents and preallocation). */
+int sfs_copy_data(int in, int out, off_t size);
+/* Copies the chattr flags of a regular file or directory (O_PATH fds). */
+int sfs_copy_flags(int srcfd, int dstfd);
+
 /* ---- copy_up.c: making entries exist in a rw branch ------------------ */
 /* The node's stack with its top layer in a rw branch, copying the entry
  * up first when it lives in a ro branch. Referenced. */

@@ -1,0 +1,127 @@
+/* The data of a copy-up: a reflink where the filesystem shares extents,
+ * else the data extents only (holes stay holes) and the preallocated,
+ * unwritten extents re-allocated, so the copy has the same allocation and
+ * no zeros are written. Also the inode flags (chattr). */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "stackfs/stackfs.h"
+
+/* Copies [off, end) with copy_file_range, or read/write where the
+ * filesystems cannot. */
+static int copy_range(int in, int out, off_t off, off_t end)
+{
+	char buf[1 << 16];
+
+	while (off < end) {
+		off_t o_in = off, o_out = off;
+		size_t want = (size_t)(end - off);
+		ssize_t n = copy_file_range(in, &o_in, out, &o_out, want, 0);
+
+		if (n < 0 && (errno == EXDEV || errno == ENOSYS ||
+			      errno == EOPNOTSUPP || errno == EINVAL)) {
+			n = pread(in, buf, want < sizeof(buf) ? want : sizeof(buf), off);
+			if (n > 0 && pwrite(out, buf, (size_t)n, off) != n)
+				return errno ? -errno : -EIO;
+		}
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break; /* the source shrank: the size is set after */
+		off += n;
+	}
+	return 0;
+}
+
+/* Allocates in the copy what is allocated but unwritten in the source
+ * (fallocate'd space), as FIEMAP reports it; SEEK_DATA skips it. */
+static int copy_prealloc(int in, int out)
+{
+	size_t n = 128;
+	struct fiemap *fm = malloc(sizeof(*fm) + n * sizeof(fm->fm_extents[0]));
+	uint64_t start = 0;
+	int ret = fm ? 0 : -ENOMEM;
+	bool last = false;
+
+	while (ret == 0 && !last) {
+		memset(fm, 0, sizeof(*fm));
+		fm->fm_start = start;
+		fm->fm_length = FIEMAP_MAX_OFFSET - start;
+		fm->fm_extent_count = (unsigned)n;
+		if (ioctl(in, FS_IOC_FIEMAP, fm) < 0) {
+			ret = errno == EOPNOTSUPP || errno == ENOTTY ? 0 : -errno;
+			break;
+		}
+		if (fm->fm_mapped_extents == 0)
+			break;
+		for (unsigned i = 0; ret == 0 && i < fm->fm_mapped_extents; i++) {
+			struct fiemap_extent *e = &fm->fm_extents[i];
+
+			if ((e->fe_flags & FIEMAP_EXTENT_UNWRITTEN) &&
+			    fallocate(out, FALLOC_FL_KEEP_SIZE, (off_t)e->fe_logical,
+				      (off_t)e->fe_length) < 0)
+				ret = -errno;
+			start = e->fe_logical + e->fe_length;
+			last = e->fe_flags & FIEMAP_EXTENT_LAST;
+		}
+	}
+	free(fm);
+	return ret;
+}
+
+int sfs_copy_data(int in, int out, off_t size)
+{
+	off_t pos = 0;
+	int ret = 0;
+
+	if (ioctl(out, FICLONE, in) == 0)
+		return 0;
+	while (ret == 0 && pos < size) {
+		off_t data = lseek(in, pos, SEEK_DATA), hole;
+
+		if (data < 0) {
+			if (errno != ENXIO)
+				ret = -errno;
+			break; /* ENXIO: only a hole is left */
+		}
+		hole = lseek(in, data, SEEK_HOLE);
+		if (hole < 0)
+			return -errno;
+		ret = copy_range(in, out, data, hole);
+		pos = hole;
+	}
+	if (ret == 0 && ftruncate(out, size) < 0)
+		ret = -errno;
+	if (ret == 0)
+		ret = copy_prealloc(in, out);
+	return ret;
+}
+
+/* The flags chattr sets that mean something for a copy. Immutable and
+ * append-only are copied too: dropping them would widen access. */
+#define COPIED_FLAGS (FS_SYNC_FL | FS_IMMUTABLE_FL | FS_APPEND_FL | FS_NODUMP_FL | \
+		      FS_NOATIME_FL | FS_DIRSYNC_FL | FS_TOPDIR_FL | FS_PROJINHERIT_FL)
+
+int sfs_copy_flags(int srcfd, int dstfd)
+{
+	int in = sfs_reopen(srcfd, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_NOATIME);
+	int out = in < 0 ? -1 : sfs_reopen(dstfd, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+	int flags = 0, ret = in < 0 ? in : out < 0 ? out : 0;
+
+	if (ret == 0 && ioctl(in, FS_IOC_GETFLAGS, &flags) < 0)
+		ret = errno == ENOTTY || errno == EOPNOTSUPP ? 0 : -errno;
+	flags &= COPIED_FLAGS;
+	if (ret == 0 && flags && ioctl(out, FS_IOC_SETFLAGS, &flags) < 0)
+		ret = -errno;
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	return ret;
+}
