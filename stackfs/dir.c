@@ -3,6 +3,7 @@
  * removing a name that branches below still hold leaves a whiteout. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -35,6 +36,25 @@ void sfs_op_forget_multi(fuse_req_t req, size_t count,
 	for (size_t i = 0; i < count; i++)
 		sfs_node_forget(sfs_node_of(forgets[i].ino), forgets[i].nlookup);
 	fuse_reply_none(req);
+}
+
+/* The kernel sends modes unmasked (POSIX ACLs are on) and the caller's
+ * umask beside them: the branch applies it, unless the parent has a
+ * default ACL, which then decides, as POSIX says. umask is per process,
+ * so each worker thread gets its own filesystem context first. */
+void sfs_umask_begin(fuse_req_t req)
+{
+	static __thread bool own_fs;
+
+	if (!own_fs && unshare(CLONE_FS) == 0)
+		own_fs = true;
+	if (own_fs)
+		umask(fuse_req_ctx(req)->umask);
+}
+
+void sfs_umask_end(void)
+{
+	umask(0);
 }
 
 int sfs_set_owner(int dirfd, const char *name, fuse_req_t req)
@@ -142,12 +162,14 @@ static int make_entry(fuse_req_t req, struct sfs_node *parent, const char *name,
 
 	if (ret < 0)
 		return ret;
+	sfs_umask_begin(req);
 	if (kind == MAKE_DIR)
 		r = mkdirat(p.pl->fd, name, mode);
 	else if (kind == MAKE_NODE)
 		r = mknodat(p.pl->fd, name, mode, rdev);
 	else
 		r = symlinkat(target, p.pl->fd, name);
+	sfs_umask_end();
 	ret = r < 0 ? -errno : sfs_set_owner(p.pl->fd, name, req);
 	if (ret == 0 && kind == MAKE_DIR && p.was_whiteout) {
 		int fd = sfs_path_fd(p.pl->fd, name);

@@ -120,7 +120,9 @@ static int do_create(fuse_req_t req, struct sfs_node *parent, const char *name,
 
 	if (ret < 0)
 		return ret;
+	sfs_umask_begin(req);
 	fd = sfs_open_beneath(p.pl->fd, name, fi->flags | O_CREAT, mode & 07777);
+	sfs_umask_end();
 	ret = fd < 0 ? fd : sfs_set_owner(p.pl->fd, name, req);
 	if (ret == 0)
 		ret = sfs_entry_new(parent, &p, name, e);

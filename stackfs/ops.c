@@ -41,13 +41,16 @@ const struct fuse_lowlevel_ops sfs_ops = {
 	.ioctl = sfs_op_ioctl,
 };
 
-/* What the union asks of the kernel's FUSE layer. */
+/* What the union asks of the kernel's FUSE layer. POSIX_ACL makes the
+ * kernel decide access by ACLs too (with default_permissions) and send
+ * modes unmasked, with the umask beside them (see sfs_umask_begin). */
 void sfs_op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	unsigned want = FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_SPLICE_WRITE |
 			FUSE_CAP_SPLICE_MOVE | FUSE_CAP_CACHE_SYMLINKS |
 			FUSE_CAP_PARALLEL_DIROPS | FUSE_CAP_READDIRPLUS |
-			FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_IOCTL_DIR;
+			FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_IOCTL_DIR |
+			FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
 
 	conn->want |= want & conn->capable;
 	/* exports would send lookups of "." and "..", which we refuse */

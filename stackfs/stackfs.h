@@ -203,6 +203,9 @@ int sfs_entry_new(struct sfs_node *parent, const struct sfs_place *p,
 /* Gives a new entry the caller's ownership, as if the caller had made it
  * (the daemon creates as root). */
 int sfs_set_owner(int dirfd, const char *name, fuse_req_t req);
+/* Around a creation: the caller's umask on this thread, then 0 again. */
+void sfs_umask_begin(fuse_req_t req);
+void sfs_umask_end(void);
 
 /* ---- readdir.c: the merged listing ------------------------------------ */
 struct sfs_dirent {
