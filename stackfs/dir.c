@@ -218,8 +218,14 @@ static int do_link(struct sfs_node *n, struct sfs_node *newparent,
 {
 	struct sfs_stack *st;
 	struct sfs_place p;
-	int ret = sfs_node_writable(n, &st);
+	int ret;
 
+	/* refuse a bad name before the copy-up leaves a trace */
+	if (sfs_name_reserved(newparent, newname))
+		return -EPERM;
+	if (strlen(newname) > 255)
+		return -ENAMETOOLONG;
+	ret = sfs_node_writable(n, &st);
 	if (ret < 0)
 		return ret;
 	ret = sfs_place_at(newparent, newname, (int)st->l[0].bidx, &p);
