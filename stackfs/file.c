@@ -28,6 +28,12 @@ static int file_new(struct sfs_node *n, unsigned gen, int fd,
 	sfs_node_ref(n);
 	pthread_mutex_init(&f->lock, NULL);
 	fi->fh = (uintptr_t)f;
+	/* Every change goes through the kernel, which keeps its page cache
+	 * coherent (and drops it when a getattr shows another size or
+	 * mtime): no reason to throw it away at each open. close(2) needs no
+	 * round trip: flush has nothing to do here. */
+	fi->keep_cache = 1;
+	fi->noflush = 1;
 	return 0;
 }
 

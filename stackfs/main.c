@@ -69,18 +69,26 @@ static int branches_open(const struct sfs_opts *o, struct sfs_snap **out)
 	return ret < 0 ? 1 : 0;
 }
 
-static int mountpoint_check(const char *mp)
+/* Checks the mount point and makes it absolute: the daemon leaves its
+ * working directory when it goes to the background, and publishes its
+ * pid under the mount's canonical path. */
+static int mountpoint_check(char **mp)
 {
 	struct stat st;
+	int err = stat(*mp, &st) < 0 ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+	char *abs;
 
-	if (stat(mp, &st) < 0) {
-		fprintf(stderr, "stackfs: mountpoint %s: %s\n", mp, strerror(errno));
+	if (err) {
+		fprintf(stderr, "stackfs: mountpoint %s: %s\n", *mp, strerror(err));
 		return 1;
 	}
-	if (!S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "stackfs: mountpoint %s: %s\n", mp, strerror(ENOTDIR));
+	abs = realpath(*mp, NULL);
+	if (!abs) {
+		fprintf(stderr, "stackfs: mountpoint %s: %s\n", *mp, strerror(errno));
 		return 1;
 	}
+	free(*mp);
+	*mp = abs;
 	return 0;
 }
 
@@ -151,7 +159,7 @@ static int run(struct fuse_args *args, struct sfs_opts *o)
 {
 	struct fuse_session *se;
 	char err[512];
-	int ret = mountpoint_check(o->mountpoint);
+	int ret = mountpoint_check(&o->mountpoint);
 
 	if (ret == 0)
 		ret = branches_open(o, &sfs_m.snap);
