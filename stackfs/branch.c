@@ -1,20 +1,18 @@
 /* The branch set: validating and opening the branches of a spec, the
  * refcounted immutable snapshot every request works on, and preparing the
  * metadata directory of each rw branch. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "stackfs/branch.h"
+#include "whiteout/metadir.h"
 
 /* One line even when a path holds a newline: control chars become '?'. */
 static void berr(char *err, size_t errlen, const char *fmt, ...)
@@ -29,21 +27,6 @@ static void berr(char *err, size_t errlen, const char *fmt, ...)
 	for (char *p = err; *p; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
 			*p = '?';
-}
-
-/* Opens name beneath dirfd without following any symlink, so a symlink
- * planted in a branch cannot send us out of it. No fallback to openat():
- * without openat2 that guarantee is gone. */
-static int open_beneath(int dirfd, const char *name, int flags)
-{
-	struct open_how how = {
-		.flags = (unsigned long long)flags | O_CLOEXEC,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-			   RESOLVE_NO_MAGICLINKS,
-	};
-	long fd = syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
-
-	return fd < 0 ? -errno : (int)fd;
 }
 
 /* True if the canonical path `outer` is `inner` or one of its ancestors,
@@ -62,10 +45,10 @@ void sfs_branch_put(struct sfs_branch *b)
 {
 	if (!b || atomic_fetch_sub(&b->refs, 1) != 1)
 		return;
-	if (b->work_fd >= 0)
-		close(b->work_fd);
-	if (b->meta_fd >= 0)
-		close(b->meta_fd);
+	if (b->meta) {
+		sfs_meta_close(b->meta);
+		free(b->meta);
+	}
 	if (b->root_fd >= 0)
 		close(b->root_fd);
 	free(b->path);
@@ -102,7 +85,7 @@ static int branch_open(const struct sfs_branch_spec *spec, unsigned idx,
 		return -ENOMEM;
 	atomic_init(&b->refs, 1);
 	b->mode = spec->mode;
-	b->root_fd = b->meta_fd = b->work_fd = -1;
+	b->root_fd = b->work_fd = -1;
 
 	b->path = realpath(spec->path, NULL);
 	if (!b->path) {
@@ -207,6 +190,21 @@ static int branch_check_set(const struct sfs_snap *s, unsigned i,
 	return 0;
 }
 
+/* A rw branch's metadata dir must be one this stackfs can use: checked
+ * before anything is mounted or written. */
+static int meta_check(const struct sfs_branch *b, unsigned idx,
+		      const struct sfs_branch_spec *spec, char *err, size_t errlen)
+{
+	enum sfs_meta_state state;
+	char why[256];
+	int ret = sfs_meta_check(b->root_fd, &state, why, sizeof(why));
+
+	if (ret < 0)
+		berr(err, errlen, "branch %u (\"%s\"): metadata %s: %s", idx, spec->path,
+		     SFS_METADIR_NAME, why);
+	return ret;
+}
+
 int sfs_snap_open(const struct sfs_branch_spec *specs, size_t n,
 		  const char *mountpoint, struct sfs_snap **out,
 		  char *err, size_t errlen)
@@ -214,7 +212,6 @@ int sfs_snap_open(const struct sfs_branch_spec *specs, size_t n,
 	struct sfs_snap *s = NULL;
 	struct stat mpst, *mpstp = NULL;
 	char *mp = NULL;
-	unsigned nfs = 0;
 	int ret;
 
 	if (!n) {
@@ -249,15 +246,11 @@ int sfs_snap_open(const struct sfs_branch_spec *specs, size_t n,
 		if (ret)
 			goto out_free;
 		b = s->b[i];
-		b->fsidx = nfs;
-		for (unsigned j = 0; j < i; j++) {
-			if (s->b[j]->dev == b->dev) {
-				b->fsidx = s->b[j]->fsidx;
-				break;
-			}
+		if (b->mode == SFS_BRANCH_RW) {
+			ret = meta_check(b, i + 1, &specs[i], err, errlen);
+			if (ret)
+				goto out_free;
 		}
-		if (b->fsidx == nfs)
-			nfs++;
 		if (s->top_rw < 0 && b->mode == SFS_BRANCH_RW)
 			s->top_rw = (int)i;
 	}
@@ -273,102 +266,102 @@ out_free:
 	return ret;
 }
 
-/* Removes everything beneath the directory dfd (an fd it takes over).
- * Leftovers of an interrupted copy-up: nothing here is followed, a
- * symlink is removed as a symlink. */
-static int empty_dir(int dfd)
+/* The stable ids of a branch: its filesystem's and its own, from the
+ * registry of `reg` (the highest rw branch's metadata). */
+static int branch_ids(struct sfs_branch *b, struct sfs_meta *reg)
 {
-	DIR *d = fdopendir(dfd);
-	struct dirent *de;
-	int ret = 0;
+	uint8_t handle[SFS_HANDLE_MAX];
+	unsigned hbytes = sizeof(handle);
+	int htype, ret = sfs_fs_uuid(b->root_fd, b->fs_uuid);
 
-	if (!d) {
-		ret = -errno;
-		close(dfd);
-		return ret;
-	}
-	while ((errno = 0, de = readdir(d))) {
-		const char *name = de->d_name;
-		int cfd;
-
-		if (!strcmp(name, ".") || !strcmp(name, ".."))
-			continue;
-		if (de->d_type != DT_DIR && unlinkat(dirfd(d), name, 0) == 0)
-			continue;
-		/* a directory, or d_type unknown/stale: EISDIR says which */
-		if (de->d_type != DT_DIR && errno != EISDIR) {
-			ret = -errno;
-			break;
-		}
-		cfd = open_beneath(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
-		if (cfd < 0) {
-			ret = cfd;
-			break;
-		}
-		ret = empty_dir(cfd);
-		if (ret)
-			break;
-		if (unlinkat(dirfd(d), name, AT_REMOVEDIR) < 0) {
-			ret = -errno;
-			break;
-		}
-	}
-	if (!ret && errno)
-		ret = -errno;
-	closedir(d);
+	if (ret == 0)
+		ret = sfs_meta_fs_id(reg, b->fs_uuid, &b->fs_id);
+	if (ret == 0)
+		ret = sfs_fs_handle(b->root_fd, "", &htype, handle, &hbytes);
+	if (ret == 0)
+		ret = sfs_meta_branch_id(reg, b->fs_uuid, htype, handle, hbytes, &b->id);
 	return ret;
 }
 
-/* Makes and opens dirfd/name as a directory of ours: created 0700 if
- * missing, refused if it is a symlink or not a directory. */
-static int meta_subdir(int dirfd, const char *name, const char *what,
-		       unsigned idx, const char *path, char *err, size_t errlen)
+/* Without a rw branch there is no registry: ids by order of appearance,
+ * stable only as long as the branch list is. */
+static void ids_by_order(struct sfs_snap *s)
 {
-	int fd;
-
-	if (mkdirat(dirfd, name, 0700) < 0 && errno != EEXIST) {
-		fd = -errno;
-		berr(err, errlen, "branch %u (\"%s\"): mkdir %s: %s", idx, path, what, strerror(-fd));
-		return fd;
-	}
-	fd = open_beneath(dirfd, name, O_PATH | O_DIRECTORY);
-	if (fd == -ELOOP)
-		berr(err, errlen, "branch %u (\"%s\"): %s is a symlink, refusing it", idx, path, what);
-	else if (fd == -ENOTDIR)
-		berr(err, errlen, "branch %u (\"%s\"): %s is not a directory", idx, path, what);
-	else if (fd < 0)
-		berr(err, errlen, "branch %u (\"%s\"): open %s: %s", idx, path, what, strerror(-fd));
-	return fd;
-}
-
-int sfs_snap_prepare_meta(struct sfs_snap *s, char *err, size_t errlen)
-{
-	const char *work = SFS_META_NAME "/" SFS_WORK_NAME;
+	uint32_t nfs = 0;
 
 	for (unsigned i = 0; i < s->n; i++) {
 		struct sfs_branch *b = s->b[i];
-		int fd, ret;
 
-		if (b->mode != SFS_BRANCH_RW || b->work_fd >= 0)
-			continue;
-		if (b->meta_fd < 0) {
-			fd = meta_subdir(b->root_fd, SFS_META_NAME, SFS_META_NAME,
-					 i + 1, b->path, err, errlen);
-			if (fd < 0)
-				return fd;
-			b->meta_fd = fd;
-		}
-		fd = meta_subdir(b->meta_fd, SFS_WORK_NAME, work, i + 1, b->path, err, errlen);
-		if (fd < 0)
-			return fd;
-		b->work_fd = fd;
-		fd = open_beneath(b->work_fd, ".", O_RDONLY | O_DIRECTORY);
-		ret = fd < 0 ? fd : empty_dir(fd);
-		if (ret) {
-			berr(err, errlen, "branch %u (\"%s\"): emptying %s: %s",
-			     i + 1, b->path, work, strerror(-ret));
-			return ret;
-		}
+		sfs_fs_uuid(b->root_fd, b->fs_uuid);
+		b->id = i + 1;
+		b->fs_id = 0;
+		for (unsigned j = 0; j < i && !b->fs_id; j++)
+			if (s->b[j]->dev == b->dev)
+				b->fs_id = s->b[j]->fs_id;
+		if (!b->fs_id)
+			b->fs_id = ++nfs;
 	}
+}
+
+static int meta_open(struct sfs_branch *b, unsigned idx, int style, bool upgrade,
+		     char *err, size_t errlen)
+{
+	char why[256];
+	int ret;
+
+	b->meta = calloc(1, sizeof(*b->meta));
+	if (!b->meta)
+		return -ENOMEM;
+	ret = sfs_meta_open(b->root_fd, style, upgrade, b->meta, why, sizeof(why));
+	if (ret < 0) {
+		berr(err, errlen, "branch %u (\"%s\"): metadata %s: %s", idx, b->path,
+		     SFS_METADIR_NAME, why);
+		free(b->meta);
+		b->meta = NULL;
+		return ret;
+	}
+	b->work_fd = b->meta->work_fd;
 	return 0;
+}
+
+/* Records the branch list in every rw branch, for fsck. */
+static void write_lowers(struct sfs_snap *s)
+{
+	struct sfs_lower *v = calloc(s->n, sizeof(*v));
+
+	if (!v)
+		return;
+	for (unsigned i = 0; i < s->n; i++) {
+		v[i].path = s->b[i]->path;
+		v[i].rw = s->b[i]->mode == SFS_BRANCH_RW;
+	}
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->b[i]->meta)
+			sfs_meta_write_lowers(s->b[i]->meta, v, s->n);
+	free(v);
+}
+
+int sfs_snap_prepare_meta(struct sfs_snap *s, int whiteout_style, bool upgrade,
+			  char *err, size_t errlen)
+{
+	int ret = 0;
+
+	for (unsigned i = 0; ret == 0 && i < s->n; i++)
+		if (s->b[i]->mode == SFS_BRANCH_RW && !s->b[i]->meta)
+			ret = meta_open(s->b[i], i + 1, whiteout_style, upgrade, err, errlen);
+	if (ret < 0)
+		return ret;
+	if (s->top_rw < 0) {
+		ids_by_order(s);
+		return 0;
+	}
+	for (unsigned i = 0; ret == 0 && i < s->n; i++) {
+		ret = branch_ids(s->b[i], s->b[s->top_rw]->meta);
+		if (ret < 0)
+			berr(err, errlen, "branch %u (\"%s\"): registering its id: %s",
+			     i + 1, s->b[i]->path, strerror(-ret));
+	}
+	if (ret == 0)
+		write_lowers(s);
+	return ret;
 }

@@ -4,8 +4,12 @@
 #define SFS_BRANCH_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
+
+struct sfs_meta;
 
 enum sfs_branch_mode { SFS_BRANCH_RO = 0, SFS_BRANCH_RW = 1 };
 
@@ -30,11 +34,13 @@ struct sfs_branch {
 	char *path;               /* canonical absolute path */
 	enum sfs_branch_mode mode;
 	int root_fd;              /* O_PATH|O_DIRECTORY of the branch root */
-	int meta_fd;              /* metadata dir (rw branches), else -1 */
-	int work_fd;              /* staging dir inside meta, else -1 */
+	struct sfs_meta *meta;    /* its metadata dir (rw branches), or NULL */
+	int work_fd;              /* meta's staging dir (owned by meta), or -1 */
 	dev_t dev;                /* st_dev of the root */
 	ino_t ino;                /* st_ino of the root */
-	unsigned fsidx;           /* index of its filesystem in the mount */
+	uint8_t fs_uuid[16];      /* UUID of its filesystem */
+	uint32_t fs_id;           /* stable id of its filesystem (registry) */
+	uint32_t id;              /* stable id of the branch (registry) */
 };
 
 /* An immutable, refcounted view of the branch set, highest priority
@@ -49,14 +55,19 @@ struct sfs_snap {
 
 /* Opens and validates every branch (exists, is a directory, readable,
  * not duplicated, not nested in another, not under or over mountpoint,
- * rw branches on a writable filesystem). Nothing is created on disk.
+ * rw branches on a writable filesystem, their metadata dir readable and
+ * not newer or corrupt). Nothing is created on disk.
  * Returns 0 or -errno with a one-line message naming the branch. */
 int sfs_snap_open(const struct sfs_branch_spec *specs, size_t n,
 		  const char *mountpoint, struct sfs_snap **out,
 		  char *err, size_t errlen);
-/* Creates the metadata and staging directories in every rw branch; run
- * once validation passed. */
-int sfs_snap_prepare_meta(struct sfs_snap *s, char *err, size_t errlen);
+/* Opens (creating or, when `upgrade`, upgrading) the metadata directory
+ * of every rw branch, holding its lock for the mount, and gives every
+ * branch its stable ids from the registry of the highest rw branch (by
+ * order of appearance when there is no rw branch). Run once validation
+ * passed and the mount is made. */
+int sfs_snap_prepare_meta(struct sfs_snap *s, int whiteout_style, bool upgrade,
+			  char *err, size_t errlen);
 
 struct sfs_snap *sfs_snap_get(struct sfs_snap *s);
 void sfs_snap_put(struct sfs_snap *s);

@@ -13,30 +13,49 @@
 
 #include "stackfs/stackfs.h"
 
-/* Copies [off, end) with copy_file_range, or read/write where the
- * filesystems cannot. */
-static int copy_range(int in, int out, off_t off, off_t end)
+/* Copies [off, end) by read and write, for filesystems that cannot
+ * copy_file_range between them. */
+static int copy_rw(int in, int out, off_t off, off_t end)
 {
 	char buf[1 << 16];
 
 	while (off < end) {
-		off_t o_in = off, o_out = off;
-		size_t want = (size_t)(end - off);
-		ssize_t n = copy_file_range(in, &o_in, out, &o_out, want, 0);
+		size_t want = (size_t)(end - off) < sizeof(buf) ? (size_t)(end - off) : sizeof(buf);
+		ssize_t n = pread(in, buf, want, off), w = 0;
 
-		if (n < 0 && (errno == EXDEV || errno == ENOSYS ||
-			      errno == EOPNOTSUPP || errno == EINVAL)) {
-			n = pread(in, buf, want < sizeof(buf) ? want : sizeof(buf), off);
-			if (n > 0 && pwrite(out, buf, (size_t)n, off) != n)
-				return errno ? -errno : -EIO;
+		if (n <= 0)
+			return n < 0 ? -errno : 0; /* shrank: size set after */
+		while (w < n) {
+			ssize_t k = pwrite(out, buf + w, (size_t)(n - w), off + w);
+
+			if (k < 0)
+				return -errno;
+			w += k;
 		}
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break; /* the source shrank: the size is set after */
 		off += n;
 	}
 	return 0;
+}
+
+/* Copies [off, end) with copy_file_range, or read/write where the
+ * filesystems cannot (then for the rest of the copy: *no_cfr). */
+static int copy_range(int in, int out, off_t off, off_t end, bool *no_cfr)
+{
+	while (off < end && !*no_cfr) {
+		off_t o_in = off, o_out = off;
+		ssize_t n = copy_file_range(in, &o_in, out, &o_out, (size_t)(end - off), 0);
+
+		if (n < 0 && (errno == EXDEV || errno == ENOSYS ||
+			      errno == EOPNOTSUPP || errno == EINVAL))
+			*no_cfr = true;
+		else if (n < 0)
+			return -errno;
+		else if (n == 0)
+			return 0; /* the source shrank: the size is set after */
+		else
+			off += n;
+	}
+	return off < end ? copy_rw(in, out, off, end) : 0;
 }
 
 /* Allocates in the copy what is allocated but unwritten in the source
@@ -77,11 +96,13 @@ static int copy_prealloc(int in, int out)
 
 int sfs_copy_data(int in, int out, off_t size)
 {
+	bool no_cfr = false;
 	off_t pos = 0;
 	int ret = 0;
 
+	/* a reflink shares the data but (XFS) not unwritten extents */
 	if (ioctl(out, FICLONE, in) == 0)
-		return 0;
+		return copy_prealloc(in, out);
 	while (ret == 0 && pos < size) {
 		off_t data = lseek(in, pos, SEEK_DATA), hole;
 
@@ -93,7 +114,7 @@ int sfs_copy_data(int in, int out, off_t size)
 		hole = lseek(in, data, SEEK_HOLE);
 		if (hole < 0)
 			return -errno;
-		ret = copy_range(in, out, data, hole);
+		ret = copy_range(in, out, data, hole, &no_cfr);
 		pos = hole;
 	}
 	if (ret == 0 && ftruncate(out, size) < 0)
@@ -112,12 +133,17 @@ int sfs_copy_flags(int srcfd, int dstfd)
 {
 	int in = sfs_reopen(srcfd, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_NOATIME);
 	int out = in < 0 ? -1 : sfs_reopen(dstfd, O_RDONLY | O_NONBLOCK | O_NOCTTY);
-	int flags = 0, ret = in < 0 ? in : out < 0 ? out : 0;
+	int flags = 0, own = 0, ret = in < 0 ? in : out < 0 ? out : 0;
 
 	if (ret == 0 && ioctl(in, FS_IOC_GETFLAGS, &flags) < 0)
 		ret = errno == ENOTTY || errno == EOPNOTSUPP ? 0 : -errno;
 	flags &= COPIED_FLAGS;
-	if (ret == 0 && flags && ioctl(out, FS_IOC_SETFLAGS, &flags) < 0)
+	/* the copy's own flags stay (ext4's extent flag: clearing it asks
+	 * for a conversion to block maps) */
+	if (ret == 0 && flags && ioctl(out, FS_IOC_GETFLAGS, &own) < 0)
+		ret = -errno;
+	flags |= own & ~COPIED_FLAGS;
+	if (ret == 0 && flags != own && ioctl(out, FS_IOC_SETFLAGS, &flags) < 0)
 		ret = -errno;
 	if (in >= 0)
 		close(in);

@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/xattr.h>
 #include <unistd.h>
+#include <linux/limits.h>
 
 #include "stackfs/stackfs.h"
 #include "xattr/xattr.h"
@@ -190,6 +192,29 @@ static int node_where(struct sfs_node *n, struct sfs_node **parent, char **name)
 	return -ENOMEM;
 }
 
+/* Records on the staged copy which lower entry it came from. */
+static int set_origin(const struct sfs_stack *st, int sdir, const char *sname,
+		      int workfd, const char *tmp)
+{
+	struct sfs_origin o;
+	char p[300];
+	ssize_t len;
+	int ret = sfs_origin_of(sdir, sname, st->snap->b[st->l[0].bidx]->fs_uuid, &o);
+
+	if (ret < 0)
+		return ret;
+	/* A copy whose attribute names already fill what listxattr can
+	 * return (64 KiB) goes without: the record would make its list
+	 * unreadable. It then shows its own inode number. */
+	entry_path(p, sizeof(p), workfd, tmp);
+	len = llistxattr(p, NULL, 0);
+	if (len >= 0 && (size_t)len + sizeof(SFS_ORIGIN_XATTR) > XATTR_LIST_MAX) {
+		sfs_log(SFS_LOG_WARN, "copy-up of %s: no room for its origin record", sname);
+		return 0;
+	}
+	return sfs_origin_set(workfd, tmp, &o);
+}
+
 /* Copies node n (stack st, parent stack pst) into branch bidx and
  * installs the new stack. For a directory the lower layers stay below
  * the new one; anything else is replaced. */
@@ -209,7 +234,7 @@ static int copy_into(struct sfs_node *n, const struct sfs_stack *st,
 	if (ret == 0)
 		ret = stage_entry(&st->l[0], sl->fd, name, &src, workfd, tmp, nodata);
 	if (ret == 0 && !S_ISDIR(src.st_mode))
-		ret = sfs_origin_set(workfd, tmp, &src);
+		ret = set_origin(st, sl->fd, name, workfd, tmp);
 	if (ret == 0) {
 		ret = place_entry(workfd, tmp, dl->fd, name);
 		if (ret < 0)
@@ -227,7 +252,9 @@ static int copy_into(struct sfs_node *n, const struct sfs_stack *st,
 	if ((S_ISREG(src.st_mode) || S_ISDIR(src.st_mode)) && placed)
 		ret = sfs_copy_flags(st->l[0].fd, fd);
 	if (ret < 0) {
+		/* back to the old state: the lower entry shows again */
 		close(fd);
+		unlinkat(dl->fd, name, S_ISDIR(src.st_mode) ? AT_REMOVEDIR : 0);
 		return ret;
 	}
 	if (S_ISDIR(src.st_mode)) {

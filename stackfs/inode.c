@@ -2,30 +2,72 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "stackfs/ops.h"
+#include "whiteout/metadir.h"
 
-double sfs_timeout = 1.0;
+double sfs_timeout = 60.0;
 
-/* st_ino of the view: the real inode number with the index of its
- * filesystem in the top byte, so entries of different filesystems
- * never collide. (Stable numbers across copy-up come with the inode
- * records of the on-disk format.) */
+/* st_ino of the view: the real inode number with the stable id of its
+ * filesystem (from the registry) in the top byte, so entries of different
+ * filesystems never collide and numbers survive remounts and branch
+ * reordering. A number that does not fit (inode numbers of 2^56 and
+ * above, more than 254 filesystems) gets an allocated number, kept in the
+ * highest rw branch's inode map (top byte 0xFF, never reused). */
+static const struct sfs_branch *branch_of_dev(const struct sfs_snap *snap, uint64_t dev)
+{
+	for (unsigned i = 0; i < snap->n; i++)
+		if ((uint64_t)snap->b[i]->dev == dev)
+			return snap->b[i];
+	return NULL;
+}
+
+static uint64_t ino_allocated(const struct sfs_snap *snap, uint32_t fs_id, uint64_t ino)
+{
+	static atomic_uint_fast64_t fallback = 1;
+	uint64_t out;
+
+	if (snap->top_rw >= 0 &&
+	    sfs_meta_ino_alloc(snap->b[snap->top_rw]->meta, fs_id, ino, &out) == 0)
+		return out;
+	/* no registry to keep it in: unique for this mount only */
+	return SFS_INO_ALLOC_BASE | (SFS_INO_ALLOC_MASK >> 1) |
+	       (atomic_fetch_add(&fallback, 1) & (SFS_INO_ALLOC_MASK >> 1));
+}
+
 uint64_t sfs_ino_of(const struct sfs_snap *snap, uint64_t dev, uint64_t ino)
 {
-	uint64_t fsidx = 0;
+	const struct sfs_branch *b = branch_of_dev(snap, dev);
+	uint32_t fs_id = b ? b->fs_id : 0;
 
-	for (unsigned i = 0; i < snap->n; i++) {
-		if ((uint64_t)snap->b[i]->dev == dev) {
-			fsidx = snap->b[i]->fsidx;
-			break;
-		}
-	}
-	return ino ^ (fsidx << 56);
+	if (fs_id >= 1 && fs_id <= 254 && ino <= SFS_INO_ALLOC_MASK)
+		return ((uint64_t)fs_id << 56) | ino;
+	return ino_allocated(snap, fs_id, ino);
+}
+
+uint64_t sfs_dev_of_uuid(const struct sfs_snap *snap, const uint8_t uuid[16])
+{
+	for (unsigned i = 0; i < snap->n; i++)
+		if (memcmp(snap->b[i]->fs_uuid, uuid, 16) == 0)
+			return snap->b[i]->dev;
+	return 0;
+}
+
+int sfs_origin_identity(const struct sfs_snap *snap, int dirfd, const char *name,
+			uint64_t *dev, uint64_t *ino)
+{
+	struct sfs_origin o;
+
+	if (sfs_origin_get(dirfd, name, &o) != 1)
+		return 0;
+	*dev = o.version == 1 ? o.dev : sfs_dev_of_uuid(snap, o.fs_uuid);
+	*ino = o.ino;
+	return *dev != 0;
 }
 
 void sfs_stat_fill(const struct sfs_node *n, const struct sfs_stack *st,

@@ -91,27 +91,26 @@ static int resolve_layer(struct resolve *r, const struct sfs_layer *dl,
 }
 
 /* A copied-up non-directory keeps the identity of its origin. Only an
- * entry with branches below it can be a copy. */
+ * entry of a rw branch with branches below it can be a copy, but its
+ * parent may have no lower layers (a copy moved to a new directory). */
 static int resolve_origin(struct resolve *r, const struct sfs_stack *dst,
 			  const char *name)
 {
 	const struct sfs_layer *pl;
 	uint64_t dev, ino;
-	int ret;
 
 	if (r->n != 1 || S_ISDIR(r->top.st_mode) ||
-	    r->found[0].bidx >= dst->l[dst->n - 1].bidx ||
+	    r->found[0].bidx + 1 >= dst->snap->n ||
 	    dst->snap->b[r->found[0].bidx]->mode != SFS_BRANCH_RW)
 		return 0;
 	pl = sfs_stack_in(dst, r->found[0].bidx);
 	if (!pl)
 		return 0;
-	ret = sfs_origin_get(pl->fd, name, &dev, &ino);
-	if (ret == 1) {
+	if (sfs_origin_identity(dst->snap, pl->fd, name, &dev, &ino)) {
 		r->id.st_dev = (dev_t)dev;
 		r->id.st_ino = (ino_t)ino;
 	}
-	return ret < 0 ? ret : 0;
+	return 0;
 }
 
 /* The stack of every branch root below branch bidx. */

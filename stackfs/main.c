@@ -176,7 +176,8 @@ static int run(struct fuse_args *args, struct sfs_opts *o)
 	if (!se)
 		return 1; /* libfuse said which option it refused */
 	ret = fuse_session_mount(se, o->mountpoint) != 0;
-	if (!ret && sfs_snap_prepare_meta(sfs_m.snap, err, sizeof(err)) < 0) {
+	if (!ret && sfs_snap_prepare_meta(sfs_m.snap, o->whiteout, o->upgrade,
+					  err, sizeof(err)) < 0) {
 		fprintf(stderr, "stackfs: %s\n", err);
 		fuse_session_unmount(se);
 		ret = 1;

@@ -15,6 +15,7 @@ enum { KEY_FG, KEY_DEBUG, KEY_HELP, KEY_VERSION, KEY_WHITEOUT };
 static const struct fuse_opt table[] = {
 	OPT("timeout=%lf", timeout, 0),
 	OPT("fsync", fsync, 1),
+	OPT("upgrade", upgrade, 1),
 	FUSE_OPT_KEY("whiteout=", KEY_WHITEOUT),
 	FUSE_OPT_KEY("-f", KEY_FG),
 	FUSE_OPT_KEY("-d", KEY_DEBUG),
@@ -82,7 +83,7 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *out)
 int sfs_opts_parse(struct fuse_args *args, struct sfs_opts *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->timeout = 1.0;
+	o->timeout = 60.0;
 	o->whiteout = SFS_WH_AUFS;
 	if (fuse_opt_parse(args, o, table, opt_proc) < 0)
 		return -EINVAL;
@@ -108,8 +109,9 @@ void sfs_opts_usage(const char *prog)
 	       "stackfs options:\n"
 	       "    -o whiteout=wh|overlay  whiteout format written (default wh)\n"
 	       "    -o fsync                fsync every copy-up before it is placed\n"
+	       "    -o upgrade              upgrade an older metadata format\n"
 	       "    -o timeout=SECONDS      kernel cache timeout for entries and\n"
-	       "                            attributes (default 1)\n"
+	       "                            attributes (default 60)\n"
 	       "    -f                      stay in the foreground\n"
 	       "    -d                      debug: foreground, log every request\n"
 	       "\n"

@@ -31,7 +31,6 @@ struct merge {
 	struct sfs_nameset pending;  /* whiteouts of the current layer */
 	const struct sfs_snap *snap;
 	bool single;                 /* one layer: nothing to merge */
-	bool last;                   /* reading the lowest layer */
 };
 
 void sfs_dirlist_free(struct sfs_dirlist *l)
@@ -84,15 +83,16 @@ static void merge_dup(struct merge *m, size_t idx, unsigned char type,
 		m->out->e[idx].ino = ino;
 }
 
-/* The inode number the view shows for an entry of a layer with layers
- * below: a copied-up non-directory shows its origin's, as stat does. */
+/* The inode number the view shows for an entry of a rw branch with
+ * branches below: a copied-up non-directory shows its origin's, as stat
+ * does. */
 static uint64_t entry_ino(const struct merge *m, int dirfd, unsigned bidx,
 			  const char *name, ino_t real_ino, unsigned char type)
 {
 	uint64_t dev = m->snap->b[bidx]->dev, odev, oino;
 
-	if (!m->last && type != DT_DIR && m->snap->b[bidx]->mode == SFS_BRANCH_RW &&
-	    sfs_origin_get(dirfd, name, &odev, &oino) == 1)
+	if (bidx + 1 < m->snap->n && type != DT_DIR && m->snap->b[bidx]->mode == SFS_BRANCH_RW &&
+	    sfs_origin_identity(m->snap, dirfd, name, &odev, &oino))
 		return sfs_ino_of(m->snap, odev, oino);
 	return sfs_ino_of(m->snap, dev, real_ino);
 }
@@ -105,7 +105,7 @@ static int merge_entry(struct merge *m, int dirfd, unsigned bidx,
 	int ret;
 
 	if (m->single)
-		return list_add(m->out, name, sfs_ino_of(m->snap, m->snap->b[bidx]->dev, real_ino), type);
+		return list_add(m->out, name, entry_ino(m, dirfd, bidx, name, real_ino, type), type);
 	if (sfs_wh_reserved_name(name)) {
 		if (strncmp(name, ".wh..wh.", 8) == 0)
 			return 0; /* aufs' own bookkeeping, opaque marker */
@@ -185,7 +185,6 @@ int sfs_dirlist_read(const struct sfs_stack *st, bool is_root,
 	int ret = 0;
 
 	for (unsigned i = 0; i < st->n && ret == 0; i++) {
-		m.last = i + 1 == st->n;
 		ret = read_layer(&m, &st->l[i], is_root);
 		if (ret == 0)
 			ret = merge_next_layer(&m);
@@ -278,7 +277,11 @@ void sfs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	pthread_mutex_init(&d->lock, NULL);
 	fi->fh = (uintptr_t)d;
-	fi->cache_readdir = 0;
+	/* The kernel may keep the listing between opens: every change of a
+	 * directory goes through it and drops its copy, and offsets (name
+	 * cookies) stay valid across a re-read. */
+	fi->cache_readdir = 1;
+	fi->keep_cache = 1;
 	if (fuse_reply_open(req, fi) == -ENOENT) {
 		pthread_mutex_destroy(&d->lock);
 		free(d);

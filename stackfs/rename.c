@@ -1,8 +1,11 @@
-/* rename(2) through the view. Both names are resolved; the rename happens
- * in the branch of the source, which must be the highest rw branch, and
- * leaves a whiteout where the old name still shows something below.
- * Cases that need copy-up or a redirect record answer EXDEV for now, so
- * that mv(1) falls back to copy and unlink. */
+/* rename(2) through the view. Both ends are resolved; each end with
+ * content in a lower branch is first made to live in the highest rw
+ * branch (a file is copied up, a directory gets an upper copy with a
+ * redirect record, in constant time), and the rename happens there,
+ * leaving a whiteout where the old name still shows something below.
+ * What cannot be done in one branch answers EXDEV, so that mv(1) falls
+ * back to copy and unlink: a destination shown by a ro branch above the
+ * highest rw one. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -12,25 +15,38 @@
 
 #include "stackfs/ops.h"
 
-/* The two ends of a rename, resolved. */
+/* One end of a rename. */
+struct rn_end {
+	struct sfs_node *parent;
+	struct sfs_stack *pst;            /* the parent's stack */
+	const char *name;
+	struct sfs_stack *st;             /* the entry's, NULL when absent */
+	struct stat top, id;
+	bool redirected;                  /* a directory with a redirect */
+};
+
 struct rn {
-	struct sfs_node *parent, *newparent;
-	const char *name, *newname;
+	struct rn_end src, dst;
 	unsigned flags;
-	struct sfs_stack *pst, *npst;     /* parents */
-	struct sfs_stack *sst, *dst;      /* source, destination (or NULL) */
-	struct stat stop, sid, dtop, did;
 	unsigned k;                       /* the branch it happens in */
 };
 
 static void rn_release(struct rn *r)
 {
-	if (r->sst)
-		sfs_stack_put(r->sst);
-	if (r->dst)
-		sfs_stack_put(r->dst);
-	sfs_stack_put(r->pst);
-	sfs_stack_put(r->npst);
+	if (r->src.st)
+		sfs_stack_put(r->src.st);
+	if (r->dst.st)
+		sfs_stack_put(r->dst.st);
+	sfs_stack_put(r->src.pst);
+	sfs_stack_put(r->dst.pst);
+}
+
+static int end_resolve(struct rn_end *e)
+{
+	if (e->st)
+		sfs_stack_put(e->st);
+	e->st = NULL;
+	return sfs_resolve(e->pst, e->name, &e->st, &e->top, &e->id);
 }
 
 static int rn_resolve(struct rn *r)
@@ -39,14 +55,14 @@ static int rn_resolve(struct rn *r)
 
 	if (r->flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE))
 		return -EINVAL;
-	if (sfs_name_reserved(r->parent, r->name))
+	if (sfs_name_reserved(r->src.parent, r->src.name))
 		return -ENOENT;
-	if (sfs_name_reserved(r->newparent, r->newname))
+	if (sfs_name_reserved(r->dst.parent, r->dst.name))
 		return -EPERM;
-	ret = sfs_resolve(r->pst, r->name, &r->sst, &r->stop, &r->sid);
+	ret = end_resolve(&r->src);
 	if (ret < 0)
 		return ret;
-	ret = sfs_resolve(r->npst, r->newname, &r->dst, &r->dtop, &r->did);
+	ret = end_resolve(&r->dst);
 	if (ret == -ENOENT)
 		return r->flags & RENAME_EXCHANGE ? -ENOENT : 0;
 	return ret;
@@ -58,16 +74,16 @@ static int rn_check_dest(struct rn *r)
 	struct sfs_dirlist l = { 0 };
 	int ret = 0;
 
-	if (!r->dst || (r->flags & RENAME_EXCHANGE))
+	if (!r->dst.st || (r->flags & RENAME_EXCHANGE))
 		return 0;
 	if (r->flags & RENAME_NOREPLACE)
 		return -EEXIST;
-	if (S_ISDIR(r->stop.st_mode) && !S_ISDIR(r->dtop.st_mode))
+	if (S_ISDIR(r->src.top.st_mode) && !S_ISDIR(r->dst.top.st_mode))
 		return -ENOTDIR;
-	if (!S_ISDIR(r->stop.st_mode) && S_ISDIR(r->dtop.st_mode))
+	if (!S_ISDIR(r->src.top.st_mode) && S_ISDIR(r->dst.top.st_mode))
 		return -EISDIR;
-	if (S_ISDIR(r->dtop.st_mode)) {
-		ret = sfs_dirlist_read(r->dst, false, &l);
+	if (S_ISDIR(r->dst.top.st_mode)) {
+		ret = sfs_dirlist_read(r->dst.st, false, &l);
 		if (ret == 0 && l.n > 0)
 			ret = -ENOTEMPTY;
 		sfs_dirlist_free(&l);
@@ -75,22 +91,22 @@ static int rn_check_dest(struct rn *r)
 	return ret;
 }
 
+static bool end_upper_only(const struct rn_end *e)
+{
+	return e->st->n == 1 && (int)e->st->l[0].bidx == e->st->snap->top_rw;
+}
+
 /* A directory with lower content moves in constant time: its upper
  * directory (made if needed) records where the lower layers are, and
- * only the upper directory is renamed. A directory renamed before keeps
- * the record it has. */
-static int rn_redirect_dir(struct rn *r)
+ * only the upper directory is renamed. One renamed before keeps its
+ * record. */
+static int end_redirect(struct rn_end *e, struct sfs_node *n)
 {
-	struct sfs_node *n = sfs_node_find(&r->sid);
 	struct sfs_dirmark m;
 	struct sfs_stack *st;
 	char path[PATH_MAX];
-	int ret;
+	int ret = sfs_node_writable(n, &st);
 
-	if (!n)
-		return -EXDEV;
-	ret = sfs_node_writable(n, &st);
-	sfs_node_unref(n);
 	if (ret < 0)
 		return ret;
 	ret = sfs_dirmark_read(st->l[0].fd, &m);
@@ -99,61 +115,51 @@ static int rn_redirect_dir(struct rn *r)
 		if (ret == 0)
 			ret = sfs_redirect_set(st->l[0].fd, path, sfs_m.opts.whiteout);
 	}
+	e->redirected = ret == 0 && (m.redirect || st->n > 1);
 	sfs_dirmark_free(&m);
-	sfs_stack_put(r->sst);
-	r->sst = st;
+	sfs_stack_put(e->st);
+	e->st = st;
 	return ret;
 }
 
-/* A source with content in a lower branch is copied up first (a
- * directory gets a redirect); the rename then happens in the highest rw
- * branch. */
-static int rn_copy_up_source(struct rn *r)
+/* Makes an end live in the highest rw branch: a file is copied up (the
+ * copy took the name the node was last reached by, which for a lower file
+ * with several hard links may be another one: resolve again). */
+static int end_up(struct rn_end *e)
 {
-	struct sfs_node *n;
 	struct sfs_stack *st;
+	struct sfs_node *n;
 	int ret;
 
-	if (S_ISDIR(r->stop.st_mode)) {
-		if (r->sst->n == 1 && (int)r->sst->l[0].bidx == r->sst->snap->top_rw)
-			return 0;
-		if (r->flags & RENAME_EXCHANGE)
-			return -EXDEV;
-		return rn_redirect_dir(r);
-	}
-	if ((int)r->sst->l[0].bidx == r->sst->snap->top_rw)
+	if (end_upper_only(e) || (!S_ISDIR(e->top.st_mode) &&
+				  (int)e->st->l[0].bidx == e->st->snap->top_rw))
 		return 0;
-	n = sfs_node_find(&r->sid);
+	n = sfs_node_find(&e->id);
 	if (!n)
 		return -EXDEV; /* not known to the kernel: nothing to rename */
+	if (S_ISDIR(e->top.st_mode)) {
+		ret = end_redirect(e, n);
+		sfs_node_unref(n);
+		return ret;
+	}
 	ret = sfs_node_writable(n, &st);
 	sfs_node_unref(n);
 	if (ret < 0)
 		return ret;
 	sfs_stack_put(st);
-	/* The copy took the name the node was last reached by; for a lower
-	 * file with several hard links that may be another one. */
-	sfs_stack_put(r->sst);
-	r->sst = NULL;
-	ret = sfs_resolve(r->pst, r->name, &r->sst, &r->stop, &r->sid);
-	if (ret == 0 && (int)r->sst->l[0].bidx != r->sst->snap->top_rw)
+	ret = end_resolve(e);
+	if (ret == 0 && (int)e->st->l[0].bidx != e->st->snap->top_rw)
 		ret = -EXDEV;
 	return ret;
 }
 
-/* Renames that stay in one branch and need no redirect. */
 static int rn_check_branch(struct rn *r)
 {
-	r->k = r->sst->l[0].bidx;
-	if ((int)r->k != r->sst->snap->top_rw)
-		return -EXDEV; /* in a ro (or lower rw) branch: copy-up first */
-	if (r->dst && r->dst->l[0].bidx < r->k)
+	r->k = r->src.st->l[0].bidx;
+	if ((int)r->k != r->src.st->snap->top_rw)
 		return -EXDEV;
-	if ((r->flags & RENAME_EXCHANGE) && (r->dst->l[0].bidx != r->k ||
-					      r->dst->n > 1 ||
-					      sfs_resolve_below(r->pst, r->k, r->name) != 0 ||
-					      sfs_resolve_below(r->npst, r->k, r->newname) != 0))
-		return -EXDEV;
+	if (r->dst.st && r->dst.st->l[0].bidx < r->k)
+		return -EXDEV; /* shown by a ro branch above the rw one */
 	return 0;
 }
 
@@ -168,89 +174,118 @@ static void rn_move_node(const struct stat *id, struct sfs_node *np, const char 
 	}
 }
 
+/* A directory without a redirect landing on a name that shows (or
+ * showed: a whiteout was there) something below must hide it, as a new
+ * directory over a whiteout does. One with a redirect finds its lower
+ * layers through it, never through the name. */
+static int end_opaque_at(const struct rn_end *e, const struct rn_end *at,
+			 unsigned k, bool was_whiteout)
+{
+	int below;
+
+	if (!S_ISDIR(e->top.st_mode) || e->redirected)
+		return 0;
+	below = sfs_resolve_below(at->pst, k, at->name);
+	if (below < 0)
+		return below;
+	return below || was_whiteout ? sfs_wh_set_opaque(e->st->l[0].fd, sfs_m.opts.whiteout) : 0;
+}
+
+static int rn_prepare(struct rn *r, const struct sfs_layer *npl, bool was_whiteout)
+{
+	int ret = 0;
+
+	if (r->flags & RENAME_EXCHANGE) {
+		ret = end_opaque_at(&r->src, &r->dst, r->k, false);
+		return ret < 0 ? ret : end_opaque_at(&r->dst, &r->src, r->k, false);
+	}
+	/* a replaced upper directory must be empty for the branch too */
+	if (r->dst.st && S_ISDIR(r->dst.top.st_mode) && r->dst.st->l[0].bidx == r->k)
+		ret = sfs_wh_clear_dir(r->dst.st->l[0].fd);
+	(void)npl;
+	return ret < 0 ? ret : end_opaque_at(&r->src, &r->dst, r->k, was_whiteout);
+}
+
 /* Leaves a whiteout for the old name when branches below still show it,
  * in one atomic step where the format allows (RENAME_WHITEOUT). */
-static int rn_do(struct rn *r, const struct sfs_layer *npl, int *rflags)
+static int rn_do(struct rn *r, const struct sfs_layer *npl, unsigned rflags)
 {
-	const struct sfs_layer *pl = sfs_stack_in(r->pst, r->k);
-	int below = sfs_resolve_below(r->pst, r->k, r->name);
-	struct sfs_branch *br = r->pst->snap->b[r->k];
-	int ret;
+	const struct sfs_layer *pl = sfs_stack_in(r->src.pst, r->k);
+	struct sfs_branch *br = r->src.pst->snap->b[r->k];
+	int below = 0, ret;
 
+	if (!(rflags & RENAME_EXCHANGE))
+		below = sfs_resolve_below(r->src.pst, r->k, r->src.name);
 	if (below < 0)
 		return below;
 	if (below && sfs_m.opts.whiteout == SFS_WH_OVERLAY)
-		*rflags |= RENAME_WHITEOUT;
+		rflags |= RENAME_WHITEOUT;
 	else if (below) {
-		ret = sfs_wh_create(pl->fd, r->name, br->work_fd, SFS_WH_AUFS);
+		ret = sfs_wh_create(pl->fd, r->src.name, br->work_fd, SFS_WH_AUFS);
 		if (ret < 0)
 			return ret;
 	}
-	if (renameat2(pl->fd, r->name, npl->fd, r->newname, (unsigned)*rflags) < 0) {
+	if (renameat2(pl->fd, r->src.name, npl->fd, r->dst.name, rflags) < 0) {
 		ret = -errno;
-		if (below && !(*rflags & RENAME_WHITEOUT))
-			sfs_wh_remove(pl->fd, r->name); /* the old name stays */
+		if (below && !(rflags & RENAME_WHITEOUT))
+			sfs_wh_remove(pl->fd, r->src.name); /* the old name stays */
 		return ret;
 	}
 	return 0;
 }
 
-static int rn_prepare_dest(struct rn *r, int npfd, bool was_whiteout)
+/* A copy-up may have given a parent its upper directory: the parents'
+ * stacks are taken again afterwards. */
+static void end_refresh_parent(struct rn_end *e)
 {
-	int below, ret;
+	sfs_stack_put(e->pst);
+	e->pst = sfs_node_stack(e->parent);
+}
 
-	if (r->dst && S_ISDIR(r->dtop.st_mode) && r->dst->l[0].bidx == r->k &&
-	    !(r->flags & RENAME_EXCHANGE)) {
-		ret = sfs_wh_clear_dir(r->dst->l[0].fd);
-		if (ret < 0)
-			return ret;
-	}
-	if (!S_ISDIR(r->stop.st_mode))
-		return 0;
-	/* a directory landing on a name that shows (or showed) something
-	 * below must hide it, as a new directory over a whiteout does */
-	below = sfs_resolve_below(r->npst, r->k, r->newname);
-	if (below < 0)
-		return below;
-	if (below || was_whiteout)
-		return sfs_wh_set_opaque(r->sst->l[0].fd, sfs_m.opts.whiteout);
-	(void)npfd;
-	return 0;
+static int rn_up(struct rn *r)
+{
+	int ret = end_up(&r->src);
+
+	if (ret == 0 && (r->flags & RENAME_EXCHANGE))
+		ret = end_up(&r->dst);
+	end_refresh_parent(&r->src);
+	end_refresh_parent(&r->dst);
+	return ret;
 }
 
 static int do_rename(struct rn *r)
 {
 	struct sfs_stack *np = NULL;
 	const struct sfs_layer *npl;
-	int rflags = (int)(r->flags & (RENAME_NOREPLACE | RENAME_EXCHANGE));
+	unsigned rflags = r->flags & (RENAME_NOREPLACE | RENAME_EXCHANGE);
 	bool was_whiteout = false;
 	int ret = rn_resolve(r);
 
 	if (ret == 0)
 		ret = rn_check_dest(r);
 	if (ret == 0)
-		ret = rn_copy_up_source(r);
+		ret = rn_up(r);
 	if (ret == 0)
 		ret = rn_check_branch(r);
 	if (ret == 0)
-		ret = sfs_dir_ensure_layer(r->newparent, r->k, &np);
+		ret = sfs_dir_ensure_layer(r->dst.parent, r->k, &np);
 	if (ret < 0)
 		return ret;
 	npl = sfs_stack_in(np, r->k);
-	if (!r->dst && np->n > 1) {
-		ret = sfs_wh_remove(npl->fd, r->newname);
+	if (!r->dst.st && np->n > 1) {
+		ret = sfs_wh_remove(npl->fd, r->dst.name);
 		was_whiteout = ret == 1;
 	}
 	if (ret >= 0)
-		ret = rn_prepare_dest(r, npl->fd, was_whiteout);
+		ret = rn_prepare(r, npl, was_whiteout);
 	if (ret >= 0)
-		ret = rn_do(r, npl, &rflags);
+		ret = rn_do(r, npl, rflags);
 	sfs_stack_put(np);
 	if (ret < 0)
 		return ret;
-	rn_move_node(&r->sid, r->newparent, r->newname);
+	rn_move_node(&r->src.id, r->dst.parent, r->dst.name);
 	if (r->flags & RENAME_EXCHANGE)
-		rn_move_node(&r->did, r->parent, r->name);
+		rn_move_node(&r->dst.id, r->src.parent, r->src.name);
 	return 0;
 }
 
@@ -258,13 +293,14 @@ void sfs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		   fuse_ino_t newparent, const char *newname, unsigned int flags)
 {
 	struct rn r = {
-		.parent = sfs_node_of(parent), .newparent = sfs_node_of(newparent),
-		.name = name, .newname = newname, .flags = flags,
+		.src = { .parent = sfs_node_of(parent), .name = name },
+		.dst = { .parent = sfs_node_of(newparent), .name = newname },
+		.flags = flags,
 	};
 	int ret;
 
-	r.pst = sfs_node_stack(r.parent);
-	r.npst = sfs_node_stack(r.newparent);
+	r.src.pst = sfs_node_stack(r.src.parent);
+	r.dst.pst = sfs_node_stack(r.dst.parent);
 	ret = do_rename(&r);
 	rn_release(&r);
 	fuse_reply_err(req, -ret);

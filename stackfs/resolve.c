@@ -62,13 +62,29 @@ int sfs_fstat(int fd, struct stat *st)
 	return 0;
 }
 
-/* One fd per cached inode: lift the soft limit to the hard one. */
+/* The daemon holds an O_PATH fd per layer of each cached inode, so the
+ * kernel's inode cache, not the default limit of a shell, must bound it:
+ * as root the hard limit goes up to fs.nr_open, then the soft limit to
+ * the hard one. */
 int sfs_raise_nofile(void)
 {
 	struct rlimit rl;
+	unsigned long nr_open = 0;
+	FILE *f = fopen("/proc/sys/fs/nr_open", "re");
 
+	if (f) {
+		if (fscanf(f, "%lu", &nr_open) != 1)
+			nr_open = 0;
+		fclose(f);
+	}
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
 		return -errno;
+	if (nr_open > rl.rlim_max) {
+		struct rlimit up = { .rlim_cur = nr_open, .rlim_max = nr_open };
+
+		if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+			return 0;
+	}
 	rl.rlim_cur = rl.rlim_max;
 	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
 		return -errno;

@@ -23,6 +23,7 @@ struct sfs_opts {
 	int debug;
 	double timeout;           /* entry and attribute cache timeout, s */
 	int fsync;                /* fsync copies before they are placed */
+	int upgrade;              /* upgrade an older metadata format */
 	enum sfs_whiteout_style whiteout;
 	int show_help;
 	int show_version;
@@ -144,6 +145,12 @@ bool sfs_name_reserved(const struct sfs_node *parent, const char *name);
 void sfs_stat_fill(const struct sfs_node *n, const struct sfs_stack *st,
 		   const struct stat *real, struct stat *out);
 uint64_t sfs_ino_of(const struct sfs_snap *snap, uint64_t dev, uint64_t ino);
+/* The st_dev of the branch filesystem with this UUID, or 0. */
+uint64_t sfs_dev_of_uuid(const struct sfs_snap *snap, const uint8_t uuid[16]);
+/* The identity (st_dev, st_ino) a copy's origin record names: 1 when
+ * dirfd/name has a record of a filesystem of the mount, else 0. */
+int sfs_origin_identity(const struct sfs_snap *snap, int dirfd, const char *name,
+			uint64_t *dev, uint64_t *ino);
 int sfs_node_getattr(struct sfs_node *n, struct stat *out);
 extern double sfs_timeout;
 

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/limits.h>
 
 #include "stackfs/ops.h"
 #include "xattr/xattr.h"
@@ -102,23 +103,27 @@ void sfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t si
 	free(buf);
 }
 
-/* The size the kernel asks for first (size 0) counts hidden names too:
- * a little more than needed, never less. */
+/* The list is read whole and the private names taken out before it is
+ * measured against the caller's buffer: the sizes the caller sees are
+ * those of what it is shown. */
 void sfs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	struct xtarget t = { 0 };
-	char *buf = size ? malloc(size) : NULL;
-	ssize_t n = (size && !buf) ? -ENOMEM
-		: xtarget_get(sfs_node_of(ino), false, &t);
+	char *buf = malloc(XATTR_LIST_MAX);
+	ssize_t n = buf ? xtarget_get(sfs_node_of(ino), false, &t) : -ENOMEM;
 
 	if (n == 0)
-		n = sfs_xattr_list(t.fd, xent(&t), buf, size);
+		n = sfs_xattr_list(t.fd, xent(&t), buf, XATTR_LIST_MAX);
 	xtarget_put(&t);
+	if (n >= 0)
+		n = (ssize_t)sfs_xattr_filter(buf, (size_t)n);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else if (size == 0)
 		fuse_reply_xattr(req, (size_t)n);
+	else if ((size_t)n > size)
+		fuse_reply_err(req, ERANGE);
 	else
-		fuse_reply_buf(req, buf, sfs_xattr_filter(buf, (size_t)n));
+		fuse_reply_buf(req, buf, (size_t)n);
 	free(buf);
 }

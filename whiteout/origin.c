@@ -1,47 +1,185 @@
-/* Origin records (see origin.h). */
+/* Origin records (see origin.h for the byte layout). */
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/xattr.h>
 
+#include "whiteout/ondisk.h"
 #include "whiteout/origin.h"
 
-struct origin_v1 {
-	uint8_t version;
-	uint8_t zero[7];
-	uint64_t dev;   /* little-endian */
-	uint64_t ino;   /* little-endian */
-};
+#define ORIGIN_FIXED 32u                /* bytes before the handle */
+#define ORIGIN_V1_SIZE 24u
 
-int sfs_origin_set(int dirfd, const char *name, const struct stat *lower)
+static void put16(uint8_t *p, uint16_t v)
 {
-	struct origin_v1 r = {
-		.version = 1,
-		.dev = htole64((uint64_t)lower->st_dev),
-		.ino = htole64((uint64_t)lower->st_ino),
-	};
-	char p[300];
+	v = htole16(v);
+	memcpy(p, &v, 2);
+}
 
-	snprintf(p, sizeof(p), "/proc/self/fd/%d/%s", dirfd, name);
-	if (lsetxattr(p, SFS_ORIGIN_XATTR, &r, sizeof(r), 0) < 0)
+static void put32(uint8_t *p, uint32_t v)
+{
+	v = htole32(v);
+	memcpy(p, &v, 4);
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	v = htole64(v);
+	memcpy(p, &v, 8);
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, 2);
+	return le16toh(v);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return le32toh(v);
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return le64toh(v);
+}
+
+int sfs_origin_encode(const struct sfs_origin *o, uint8_t *buf, size_t len)
+{
+	size_t n = ORIGIN_FIXED + o->handle_bytes + 4;
+
+	if (o->handle_bytes > SFS_ORIGIN_HANDLE_MAX || len < n)
+		return -EINVAL;
+	buf[0] = SFS_ORIGIN_VERSION;
+	buf[1] = 0;
+	put16(buf + 2, o->handle_bytes);
+	put32(buf + 4, (uint32_t)o->handle_type);
+	memcpy(buf + 8, o->fs_uuid, 16);
+	put64(buf + 24, o->ino);
+	memcpy(buf + ORIGIN_FIXED, o->handle, o->handle_bytes);
+	put32(buf + ORIGIN_FIXED + o->handle_bytes,
+	      sfs_crc32c(0, buf, ORIGIN_FIXED + o->handle_bytes));
+	return (int)n;
+}
+
+int sfs_origin_decode(const void *buf, size_t len, struct sfs_origin *o)
+{
+	const uint8_t *b = buf;
+	uint16_t hb;
+
+	memset(o, 0, sizeof(*o));
+	if (len < 1)
+		return -EUCLEAN;
+	if (b[0] == 1) {
+		static const uint8_t zero[7];
+
+		if (len != ORIGIN_V1_SIZE || memcmp(b + 1, zero, sizeof(zero)))
+			return -EUCLEAN;
+		o->version = 1;
+		o->dev = get64(b + 8);
+		o->ino = get64(b + 16);
+		return 1;
+	}
+	if (b[0] != SFS_ORIGIN_VERSION)
+		return b[0] == 0 ? -EUCLEAN : 0;
+	if (len < ORIGIN_FIXED + 4)
+		return -EUCLEAN;
+	hb = get16(b + 2);
+	if (b[1] || hb > SFS_ORIGIN_HANDLE_MAX || len != ORIGIN_FIXED + hb + 4u)
+		return -EUCLEAN;
+	if (get32(b + ORIGIN_FIXED + hb) != sfs_crc32c(0, b, ORIGIN_FIXED + hb))
+		return -EUCLEAN;
+	o->version = SFS_ORIGIN_VERSION;
+	o->handle_bytes = hb;
+	o->handle_type = (int32_t)get32(b + 4);
+	memcpy(o->fs_uuid, b + 8, 16);
+	o->ino = get64(b + 24);
+	memcpy(o->handle, b + ORIGIN_FIXED, hb);
+	return 1;
+}
+
+static int origin_path(char *p, size_t len, int dirfd, const char *name)
+{
+	int n = name[0] ? snprintf(p, len, "/proc/self/fd/%d/%s", dirfd, name)
+			: snprintf(p, len, "/proc/self/fd/%d", dirfd);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int sfs_origin_set(int dirfd, const char *name, const struct sfs_origin *o)
+{
+	uint8_t buf[SFS_ORIGIN_MAX];
+	char p[300];
+	int n = sfs_origin_encode(o, buf, sizeof(buf));
+
+	if (n < 0)
+		return n;
+	if (origin_path(p, sizeof(p), dirfd, name))
+		return -ENAMETOOLONG;
+	if (lsetxattr(p, SFS_ORIGIN_XATTR, buf, (size_t)n, 0) < 0)
 		return -errno;
 	return 0;
 }
 
-int sfs_origin_get(int dirfd, const char *name, uint64_t *dev, uint64_t *ino)
+int sfs_origin_get(int dirfd, const char *name, struct sfs_origin *o)
 {
-	struct origin_v1 r;
+	uint8_t buf[SFS_ORIGIN_MAX + 1];
 	char p[300];
 	ssize_t n;
 
-	snprintf(p, sizeof(p), "/proc/self/fd/%d/%s", dirfd, name);
-	n = lgetxattr(p, SFS_ORIGIN_XATTR, &r, sizeof(r));
-	if (n < 0)
-		return errno == ENODATA || errno == ENOTSUP || errno == ERANGE ? 0 : -errno;
-	if (n != sizeof(r) || r.version != 1)
-		return 0;
-	*dev = le64toh(r.dev);
-	*ino = le64toh(r.ino);
-	return 1;
+	if (origin_path(p, sizeof(p), dirfd, name))
+		return -ENAMETOOLONG;
+	n = lgetxattr(p, SFS_ORIGIN_XATTR, buf, sizeof(buf));
+	if (n < 0) {
+		if (errno == ENODATA || errno == ENOTSUP)
+			return 0;
+		/* larger than any record we write */
+		return errno == ERANGE ? -EUCLEAN : -errno;
+	}
+	return sfs_origin_decode(buf, (size_t)n, o);
+}
+
+int sfs_origin_remove(int dirfd, const char *name)
+{
+	char p[300];
+
+	if (origin_path(p, sizeof(p), dirfd, name))
+		return -ENAMETOOLONG;
+	if (lremovexattr(p, SFS_ORIGIN_XATTR) < 0 && errno != ENODATA)
+		return -errno;
+	return 0;
+}
+
+int sfs_origin_of(int dirfd, const char *name, const uint8_t fs_uuid[16],
+		  struct sfs_origin *o)
+{
+	unsigned hb = SFS_ORIGIN_HANDLE_MAX;
+	struct stat st;
+	int type, ret;
+
+	memset(o, 0, sizeof(*o));
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW | (name[0] ? 0 : AT_EMPTY_PATH)) < 0)
+		return -errno;
+	ret = sfs_fs_handle(dirfd, name, &type, o->handle, &hb);
+	if (ret == 0) {
+		o->handle_type = type;
+		o->handle_bytes = (uint16_t)hb;
+	} else if (ret != -EOPNOTSUPP && ret != -EOVERFLOW) {
+		return ret;
+	}
+	o->version = SFS_ORIGIN_VERSION;
+	memcpy(o->fs_uuid, fs_uuid, 16);
+	o->ino = (uint64_t)st.st_ino;
+	return 0;
 }

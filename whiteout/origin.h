@@ -3,21 +3,58 @@
  * every open descriptor) stays the same across copy-up.
  *
  * Stored as the xattr trusted.stackfs.origin on the copy, written in the
- * staging directory before the copy is renamed into place. Value (v1,
- * 24 bytes, little-endian): u8 version = 1, u8[7] zero, u64 st_dev,
- * u64 st_ino of the lower entry. */
+ * staging directory before the copy is renamed into place.
+ * Value v2 (little-endian, 36 + handle_bytes bytes):
+ *   0  u8   version = 2
+ *   1  u8   reserved, 0
+ *   2  u16  handle_bytes (0..128)
+ *   4  i32  handle_type (name_to_handle_at; 0 with handle_bytes 0 when
+ *           the lower filesystem has no file handles)
+ *   8  u8[16] UUID of the lower entry's filesystem
+ *   24 u64  st_ino of the lower entry
+ *   32 u8[handle_bytes] the file handle
+ *   32+handle_bytes u32 CRC32C of all preceding bytes
+ * Version 1 (24 bytes: u8 version = 1, u8[7] zero, u64 st_dev, u64
+ * st_ino) is still read: version 1, fs_uuid zero, no handle, dev set. */
 #ifndef SFS_ORIGIN_H
 #define SFS_ORIGIN_H
 
+#include <stddef.h>
 #include <stdint.h>
-#include <sys/stat.h>
 
 #define SFS_ORIGIN_XATTR "trusted.stackfs.origin"
+#define SFS_ORIGIN_VERSION 2
+#define SFS_ORIGIN_HANDLE_MAX 128
+#define SFS_ORIGIN_MAX (36 + SFS_ORIGIN_HANDLE_MAX)
 
-/* Writes the record on dirfd/name (not followed). 0 or -errno. */
-int sfs_origin_set(int dirfd, const char *name, const struct stat *lower);
-/* Reads the record of dirfd/name (not followed): 1 with dev/ino filled,
- * 0 when there is none or it is not understood, or -errno. */
-int sfs_origin_get(int dirfd, const char *name, uint64_t *dev, uint64_t *ino);
+struct sfs_origin {
+	uint8_t version;               /* 2, or 1 for an old record */
+	uint8_t fs_uuid[16];
+	uint64_t ino;
+	uint64_t dev;                  /* version 1 only, else 0 */
+	int32_t handle_type;
+	uint16_t handle_bytes;
+	uint8_t handle[SFS_ORIGIN_HANDLE_MAX];
+};
+
+/* Writes the record on dirfd/name (not followed; dirfd may be O_PATH).
+ * 0 or -errno (-EINVAL if handle_bytes is too large). */
+int sfs_origin_set(int dirfd, const char *name, const struct sfs_origin *o);
+/* Reads the record of dirfd/name (not followed): 1 valid (filled),
+ * 0 none or of an unknown version, -EUCLEAN corrupt, or -errno. */
+int sfs_origin_get(int dirfd, const char *name, struct sfs_origin *o);
+/* Fills *o from the lower entry dirfd/name (not followed; name "" for
+ * dirfd itself): its file handle and st_ino, with the given filesystem
+ * UUID. A filesystem without file handles gives handle_bytes 0. */
+int sfs_origin_of(int dirfd, const char *name, const uint8_t fs_uuid[16],
+		  struct sfs_origin *o);
+/* Removes the record: 0 (also when there was none) or -errno. */
+int sfs_origin_remove(int dirfd, const char *name);
+
+/* The byte format, for tools and tests: encode returns the length
+ * (<= SFS_ORIGIN_MAX) or -EINVAL; decode returns 1, 0 (unknown version)
+ * or -EUCLEAN. */
+int sfs_origin_encode(const struct sfs_origin *o, uint8_t *buf, size_t len);
+int sfs_origin_decode(const void *buf, size_t len, struct sfs_origin *o);
 
 #endif

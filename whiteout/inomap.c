@@ -1,0 +1,328 @@
+/* The inomap: union inode numbers allocated for entries whose real
+ * numbers cannot be packed (ondisk.h). Records are appended and
+ * fdatasync'd before a number is handed out; record i holds number
+ * SFS_INO_ALLOC_BASE | (i + 1), so a number is never given twice, even
+ * when a record is lost: fsck retires a bad record in place. */
+#include <endian.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "whiteout/ondisk.h"
+
+_Static_assert(sizeof(struct sfs_disk_ino_head) == SFS_INO_REC_SIZE, "inomap head size");
+_Static_assert(sizeof(struct sfs_disk_ino) == SFS_INO_REC_SIZE, "inomap record size");
+_Static_assert(offsetof(struct sfs_disk_ino, i_crc) == SFS_INO_REC_SIZE - 4, "crc last");
+_Static_assert(offsetof(struct sfs_disk_ino_head, ih_crc) == SFS_INO_REC_SIZE - 4, "crc last");
+
+/* ------------------------------------------------------------ checksums */
+
+uint32_t sfs_ino_head_csum_compute(const struct sfs_disk_ino_head *d)
+{
+	return sfs_crc32c(0, d, offsetof(struct sfs_disk_ino_head, ih_crc));
+}
+
+bool sfs_ino_head_csum_verify(const struct sfs_disk_ino_head *d)
+{
+	return le32toh(d->ih_crc) == sfs_ino_head_csum_compute(d);
+}
+
+void sfs_ino_head_csum_set(struct sfs_disk_ino_head *d)
+{
+	d->ih_crc = htole32(sfs_ino_head_csum_compute(d));
+}
+
+uint32_t sfs_ino_csum_compute(const struct sfs_disk_ino *d)
+{
+	return sfs_crc32c(0, d, offsetof(struct sfs_disk_ino, i_crc));
+}
+
+bool sfs_ino_csum_verify(const struct sfs_disk_ino *d)
+{
+	return le32toh(d->i_crc) == sfs_ino_csum_compute(d);
+}
+
+void sfs_ino_csum_set(struct sfs_disk_ino *d)
+{
+	d->i_crc = htole32(sfs_ino_csum_compute(d));
+}
+
+/* ------------------------------------------------------------ records */
+
+enum sfs_rec_status sfs_ino_head_decode(const struct sfs_disk_ino_head *d)
+{
+	static const uint8_t zero[sizeof(d->ih_reserved)];
+
+	if (memcmp(d->ih_magic, SFS_INO_MAGIC, sizeof(d->ih_magic)))
+		return SFS_REC_MAGIC;
+	if (le32toh(d->ih_version) > SFS_INO_VERSION)
+		return SFS_REC_NEWER;
+	if (!sfs_ino_head_csum_verify(d))
+		return SFS_REC_CRC;
+	if (le32toh(d->ih_version) == 0 || le32toh(d->ih_rec_size) != SFS_INO_REC_SIZE ||
+	    memcmp(d->ih_reserved, zero, sizeof(zero)))
+		return SFS_REC_FIELD;
+	return SFS_REC_OK;
+}
+
+void sfs_ino_head_encode(struct sfs_disk_ino_head *d)
+{
+	memset(d, 0, sizeof(*d));
+	memcpy(d->ih_magic, SFS_INO_MAGIC, sizeof(d->ih_magic));
+	d->ih_version = htole32(SFS_INO_VERSION);
+	d->ih_rec_size = htole32(SFS_INO_REC_SIZE);
+	sfs_ino_head_csum_set(d);
+}
+
+enum sfs_rec_status sfs_ino_decode(const struct sfs_disk_ino *d, uint64_t idx,
+				   uint32_t *fs_id, uint64_t *ino)
+{
+	if (!sfs_ino_csum_verify(d))
+		return SFS_REC_CRC;
+	*fs_id = le32toh(d->i_fs_id);
+	*ino = le64toh(d->i_ino);
+	if (d->i_reserved || d->i_reserved2 ||
+	    le64toh(d->i_union_ino) != sfs_ino_number(idx) ||
+	    (!*fs_id && *ino))
+		return SFS_REC_FIELD;
+	return SFS_REC_OK;
+}
+
+void sfs_ino_encode(uint32_t fs_id, uint64_t ino, uint64_t idx,
+		    struct sfs_disk_ino *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->i_fs_id = htole32(fs_id);
+	d->i_ino = htole64(fs_id ? ino : 0);
+	d->i_union_ino = htole64(sfs_ino_number(idx));
+	sfs_ino_csum_set(d);
+}
+
+/* ------------------------------------------------------------ the table */
+
+static size_t ino_hash(uint32_t fs_id, uint64_t ino)
+{
+	uint64_t h = (ino ^ ((uint64_t)fs_id << 40)) * 0x9E3779B97F4A7C15ull;
+
+	return (size_t)(h ^ (h >> 29));
+}
+
+const struct sfs_ino_entry *sfs_ino_table_find(const struct sfs_ino_table *t,
+					       uint32_t fs_id, uint64_t ino)
+{
+	if (!t->size)
+		return NULL;
+	for (const struct sfs_ino_entry *e = t->tab[ino_hash(fs_id, ino) & (t->size - 1)];
+	     e; e = e->next)
+		if (e->fs_id == fs_id && e->ino == ino)
+			return e;
+	return NULL;
+}
+
+static int ino_table_grow(struct sfs_ino_table *t)
+{
+	size_t size = t->size ? t->size * 2 : 64;
+	struct sfs_ino_entry **tab = calloc(size, sizeof(*tab));
+
+	if (!tab)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->size; i++) {
+		struct sfs_ino_entry *e = t->tab[i], *next;
+
+		for (; e; e = next) {
+			size_t b = ino_hash(e->fs_id, e->ino) & (size - 1);
+
+			next = e->next;
+			e->next = tab[b];
+			tab[b] = e;
+		}
+	}
+	free(t->tab);
+	t->tab = tab;
+	t->size = size;
+	return 0;
+}
+
+int sfs_ino_table_add(struct sfs_ino_table *t, uint32_t fs_id, uint64_t ino,
+		      uint64_t union_ino)
+{
+	struct sfs_ino_entry *e;
+	size_t b;
+
+	if (t->count >= t->size && ino_table_grow(t))
+		return -ENOMEM;
+	e = malloc(sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->fs_id = fs_id;
+	e->ino = ino;
+	e->union_ino = union_ino;
+	b = ino_hash(fs_id, ino) & (t->size - 1);
+	e->next = t->tab[b];
+	t->tab[b] = e;
+	t->count++;
+	return 0;
+}
+
+void sfs_ino_table_free(struct sfs_ino_table *t)
+{
+	for (size_t i = 0; i < t->size; i++) {
+		struct sfs_ino_entry *e = t->tab[i], *next;
+
+		for (; e; e = next) {
+			next = e->next;
+			free(e);
+		}
+	}
+	free(t->tab);
+	memset(t, 0, sizeof(*t));
+}
+
+int sfs_ino_parse(const void *buf, size_t len, struct sfs_ino_table *t,
+		  size_t *keep, bool *last_bad, char *err, size_t errlen)
+{
+	const char *p = SFS_METADIR_NAME "/" SFS_META_INOMAP;
+	struct sfs_disk_ino_head head;
+	enum sfs_rec_status st;
+	size_t nfull;
+	int ret = -EUCLEAN;
+
+	memset(t, 0, sizeof(*t));
+	*last_bad = false;
+	*keep = 0;
+	if (len < SFS_INO_REC_SIZE) {
+		snprintf(err, errlen, "%s is corrupt (truncated: %zu bytes)", p, len);
+		return -EUCLEAN;
+	}
+	memcpy(&head, buf, sizeof(head));
+	st = sfs_ino_head_decode(&head);
+	if (st == SFS_REC_NEWER) {
+		snprintf(err, errlen, "%s: version %u is newer than this stackfs (%u)", p,
+			 le32toh(head.ih_version), SFS_INO_VERSION);
+		return -EPROTONOSUPPORT;
+	}
+	if (st) {
+		snprintf(err, errlen, "%s is corrupt (file header: %s)", p,
+			 sfs_rec_status_str(st));
+		return -EUCLEAN;
+	}
+	nfull = len / SFS_INO_REC_SIZE - 1;
+	for (size_t i = 0; i < nfull; i++) {
+		struct sfs_disk_ino d;
+		uint32_t fs_id;
+		uint64_t ino;
+
+		memcpy(&d, (const uint8_t *)buf + SFS_INO_REC_SIZE * (i + 1), sizeof(d));
+		st = sfs_ino_decode(&d, i, &fs_id, &ino);
+		if (st && i + 1 == nfull) {
+			/* the last record of an interrupted append */
+			*last_bad = true;
+			break;
+		}
+		if (st) {
+			snprintf(err, errlen, "%s: record %zu is corrupt (%s)", p, i + 1,
+				 sfs_rec_status_str(st));
+			goto fail;
+		}
+		if (!fs_id || sfs_ino_table_find(t, fs_id, ino))
+			continue;
+		ret = sfs_ino_table_add(t, fs_id, ino, sfs_ino_number(i));
+		if (ret) {
+			snprintf(err, errlen, "%s: %s", p, strerror(-ret));
+			goto fail;
+		}
+		ret = -EUCLEAN;
+	}
+	t->nrec = nfull;
+	*keep = SFS_INO_REC_SIZE * (nfull + 1);
+	return 0;
+fail:
+	sfs_ino_table_free(t);
+	return ret;
+}
+
+int sfs_ino_create(int dir_fd)
+{
+	struct sfs_disk_ino_head head;
+
+	sfs_ino_head_encode(&head);
+	return sfs_meta_write_file(dir_fd, SFS_META_INOMAP, &head, sizeof(head));
+}
+
+/* ------------------------------------------------------------ allocation */
+
+static int pwrite_all(int fd, const void *buf, size_t len, off_t off)
+{
+	const uint8_t *p = buf;
+
+	while (len) {
+		ssize_t r = pwrite(fd, p, len, off);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += r;
+		off += r;
+		len -= (size_t)r;
+	}
+	return 0;
+}
+
+int sfs_meta_ino_find(struct sfs_meta *m, uint32_t fs_id, uint64_t ino,
+		      uint64_t *out)
+{
+	const struct sfs_ino_entry *e;
+
+	pthread_mutex_lock(&m->mu);
+	e = sfs_ino_table_find(&m->ino, fs_id, ino);
+	if (e)
+		*out = e->union_ino;
+	pthread_mutex_unlock(&m->mu);
+	return e != NULL;
+}
+
+int sfs_meta_ino_alloc(struct sfs_meta *m, uint32_t fs_id, uint64_t ino,
+		       uint64_t *out)
+{
+	const struct sfs_ino_entry *e;
+	struct sfs_disk_ino d;
+	uint64_t idx;
+	int ret = 0;
+
+	if (!fs_id)
+		return -EINVAL;
+	pthread_mutex_lock(&m->mu);
+	e = sfs_ino_table_find(&m->ino, fs_id, ino);
+	if (e) {
+		*out = e->union_ino;
+		goto out;
+	}
+	if (m->ino_fd < 0) {
+		ret = -EBADF;
+		goto out;
+	}
+	idx = m->ino.nrec;
+	if (idx + 1 > SFS_INO_ALLOC_MASK) {
+		ret = -ENOSPC;
+		goto out;
+	}
+	/* a failed write leaves the slot to the next allocation: its number
+	 * was not handed out */
+	sfs_ino_encode(fs_id, ino, idx, &d);
+	ret = pwrite_all(m->ino_fd, &d, sizeof(d), (off_t)(SFS_INO_REC_SIZE * (idx + 1)));
+	if (!ret && fdatasync(m->ino_fd) < 0)
+		ret = -errno;
+	if (ret)
+		goto out;
+	m->ino.nrec++;
+	ret = sfs_ino_table_add(&m->ino, fs_id, ino, sfs_ino_number(idx));
+	if (!ret)
+		*out = sfs_ino_number(idx);
+out:
+	pthread_mutex_unlock(&m->mu);
+	return ret;
+}

@@ -1,0 +1,172 @@
+/* The metadata directory ".stackfs" at the root of each rw branch:
+ * header (format version, flags, branch UUID), registry (stable
+ * filesystem and branch ids), inomap (allocated inode numbers), lowers
+ * (the branch list of the last mount), lock, work/ (staging) and index/
+ * (hard links of copied-up inodes). Byte layouts: whiteout/ondisk.h and
+ * NOTES.md "On-disk format".
+ *
+ * Every function returns 0 or -errno; those taking err/errlen leave a
+ * one-line message there on failure (without the branch path: the
+ * caller names the branch). */
+#ifndef SFS_METADIR_H
+#define SFS_METADIR_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SFS_METADIR_NAME  ".stackfs"
+#define SFS_META_HEADER   "header"
+#define SFS_META_REGISTRY "registry"
+#define SFS_META_INOMAP   "inomap"
+#define SFS_META_LOWERS   "lowers"
+#define SFS_META_LOCK     "lock"
+#define SFS_META_WORK     "work"
+#define SFS_META_INDEX    "index"
+
+#define SFS_META_VERSION  1u           /* the format this code writes */
+#define SFS_META_F_OVERLAY 0x1u        /* header flag: overlay whiteouts */
+
+/* Allocated union inode numbers: top 8 bits all ones, the low 56 bits a
+ * sequence number from 1, never reused (see sfs_meta_ino_alloc). */
+#define SFS_INO_ALLOC_BASE 0xFF00000000000000ull
+#define SFS_INO_ALLOC_MASK 0x00FFFFFFFFFFFFFFull
+
+/* Registry record kinds. Ids count from 1 per kind, never reused. */
+enum sfs_reg_kind { SFS_REG_FS = 1, SFS_REG_BRANCH = 2 };
+
+#define SFS_HANDLE_MAX 128             /* = MAX_HANDLE_SZ */
+
+enum sfs_meta_state {
+	SFS_META_ABSENT,   /* no .stackfs (or an empty one left by an
+			    * interrupted creation) */
+	SFS_META_CURRENT,  /* a valid header of version SFS_META_VERSION */
+	SFS_META_OLD,      /* version 0: .stackfs with work/, no header */
+};
+
+/* One registry entry in memory. */
+struct sfs_reg_entry {
+	uint32_t kind;                 /* enum sfs_reg_kind */
+	uint32_t id;
+	uint8_t fs_uuid[16];
+	int32_t handle_type;           /* kind 2 only */
+	uint16_t handle_bytes;
+	uint8_t handle[SFS_HANDLE_MAX];
+};
+
+/* The registry in memory, in file order. */
+struct sfs_reg_table {
+	struct sfs_reg_entry *v;
+	size_t n, cap;
+	uint32_t next_id[3];           /* next id per kind ([0] unused) */
+};
+
+/* One inomap entry in memory. */
+struct sfs_ino_entry {
+	struct sfs_ino_entry *next;    /* hash chain */
+	uint32_t fs_id;
+	uint64_t ino;                  /* real inode number */
+	uint64_t union_ino;            /* allocated number */
+};
+
+/* The inomap in memory: a hash table keyed by (fs_id, ino). */
+struct sfs_ino_table {
+	struct sfs_ino_entry **tab;
+	size_t size;                   /* buckets, a power of two (or 0) */
+	size_t count;                  /* entries */
+	uint64_t nrec;                 /* records in the file, tombstones too */
+};
+
+struct sfs_meta {
+	int dir_fd;                    /* O_PATH|O_DIRECTORY of .stackfs */
+	int work_fd;                   /* O_PATH|O_DIRECTORY of work/ */
+	int index_fd;                  /* O_PATH|O_DIRECTORY of index/ */
+	int lock_fd;                   /* lock, flock(LOCK_EX) held while open */
+	int ino_fd;                    /* inomap, O_RDWR, for appending */
+	uint32_t version, flags;       /* from the header */
+	uint8_t uuid[16];              /* the branch's UUID */
+	uint64_t ctime;                /* creation time, seconds */
+
+	pthread_mutex_t mu;            /* guards reg and ino */
+	struct sfs_reg_table reg;
+	struct sfs_ino_table ino;
+};
+
+/* One line of `lowers`: a branch of the last mount, highest first. */
+struct sfs_lower {
+	char *path;                    /* absolute */
+	bool rw;
+};
+
+/* Reads and checks the metadata dir beneath a branch root fd (O_PATH is
+ * enough), changing nothing. 0 with *state, or -errno with a message:
+ *  -EPROTONOSUPPORT "format version N is newer than this stackfs (1)"
+ *  -EUCLEAN "header is corrupt (checksum mismatch)", "header truncated
+ *           (N bytes)", "bad magic", "header missing", "registry record
+ *           N is corrupt (checksum mismatch)", ...
+ *  -ELOOP   .stackfs (or a file in it) is a symlink
+ *  -ENOTDIR .stackfs is not a directory
+ * A torn last record of the registry or inomap (an interrupted append)
+ * is not an error: sfs_meta_open drops it. */
+int sfs_meta_check(int root_fd, enum sfs_meta_state *state,
+		   char *err, size_t errlen);
+
+/* Opens the metadata dir for a mount: creates it when absent, upgrades
+ * version 0 only when `upgrade` (else -EPROTO "format version 0 needs
+ * an upgrade (-o upgrade)"), takes the lock (-EBUSY "branch is in use by
+ * a mounted stackfs"), creates work/ and index/ when missing and
+ * empties work/, loads the registry and inomap. whiteout_style is
+ * 0 (aufs) or 1 (overlay): recorded in the header flags (the header is
+ * rewritten if it differs); < 0 keeps what the header says (aufs for a
+ * new one). Nothing is changed on disk before every check passed.
+ * On failure *m is closed (all fds -1). */
+int sfs_meta_open(int root_fd, int whiteout_style, bool upgrade,
+		  struct sfs_meta *m, char *err, size_t errlen);
+void sfs_meta_close(struct sfs_meta *m);
+
+/* The id of a filesystem by UUID; allocates and persists a new one when
+ * unknown. Thread-safe. */
+int sfs_meta_fs_id(struct sfs_meta *m, const uint8_t uuid[16], uint32_t *id);
+/* The id of a branch by (UUID of its filesystem, file handle of its
+ * root); allocates and persists a new one when unknown. Thread-safe. */
+int sfs_meta_branch_id(struct sfs_meta *m, const uint8_t uuid[16],
+		       int handle_type, const void *handle,
+		       unsigned handle_bytes, uint32_t *id);
+
+/* An allocated, persistent, never-reused union inode number for
+ * (fs_id, ino): the same one every time for the same pair. Persisted
+ * (appended and fdatasync'd) before it is returned. Thread-safe.
+ * sfs_meta_ino_find only looks: 1 with *out, 0 when none. */
+int sfs_meta_ino_alloc(struct sfs_meta *m, uint32_t fs_id, uint64_t ino,
+		       uint64_t *out);
+int sfs_meta_ino_find(struct sfs_meta *m, uint32_t fs_id, uint64_t ino,
+		      uint64_t *out);
+
+/* Writes `lowers` (crash-safe: lowers.tmp, fsync, rename, fsync dir):
+ * the branches of this mount, highest first, this branch included.
+ * Paths must be absolute. */
+int sfs_meta_write_lowers(struct sfs_meta *m, const struct sfs_lower *v,
+			  size_t n);
+/* Reads `lowers` of the metadata dir dir_fd: 0 with a malloc'd array
+ * (free with sfs_lowers_free), -ENOENT when there is none, -EUCLEAN with
+ * a message when a line is malformed. */
+int sfs_meta_read_lowers(int dir_fd, struct sfs_lower **v, size_t *n,
+			 char *err, size_t errlen);
+void sfs_lowers_free(struct sfs_lower *v, size_t n);
+
+/* Takes flock(LOCK_EX|LOCK_NB) (or LOCK_SH when !excl) on .stackfs/lock
+ * beneath root_fd without creating anything: an fd to close to release
+ * it, -EBUSY when a mount holds it, -ENOENT when there is no lock file. */
+int sfs_meta_lock(int root_fd, bool excl);
+
+/* The UUID of the filesystem holding fd (any fd, O_PATH too): the
+ * FS_IOC_GETFSUUID ioctl, or, only when the filesystem does not support
+ * it, a hash of statfs's f_fsid and f_type (see NOTES). */
+int sfs_fs_uuid(int fd, uint8_t uuid[16]);
+/* The file handle of dirfd/name, not following a symlink; name "" means
+ * dirfd itself. *handle_bytes is in/out (buffer size in, size out). */
+int sfs_fs_handle(int dirfd, const char *name, int *handle_type,
+		  void *handle, unsigned *handle_bytes);
+
+#endif
