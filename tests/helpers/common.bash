@@ -1,0 +1,464 @@
+# Helpers for the stackfs bats suite. Every .bats file loads this first.
+#
+# Environment:
+#   SFS_BUILD   where `stackfs`, `stackfsd` and tools/ are (default: build/
+#               of this repository)
+#   SFS_FS      the filesystem of the loop images the branches live on:
+#               ext4 (default) or xfs. tests/run runs the suite for both.
+#
+# Resources a test makes (loop devices, image mounts, stackfs mounts, bind
+# mounts) are recorded in a cleanup list as they are made: the test's list
+# ($BATS_TEST_TMPDIR) inside a test, the file's list ($BATS_FILE_TMPDIR) in
+# setup_file. sfs_cleanup (teardown) and sfs_cleanup_file (teardown_file)
+# undo them in reverse order and then sweep whatever is still mounted under
+# the suite's temporary directories; they never fail.
+
+bats_require_minimum_version 1.5.0
+load /usr/lib/bats/bats-support/load
+load /usr/lib/bats/bats-assert/load
+
+SFS_REPO=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
+: "${SFS_BUILD:=$SFS_REPO/build}"
+: "${SFS_FS:=ext4}"
+export SFS_BUILD SFS_FS
+SFS=$SFS_BUILD/stackfs
+SFSD=$SFS_BUILD/stackfsd
+TOOLS=$SFS_BUILD/tools
+SFS_RUNTIME=${STACKFS_RUNTIME_DIR:-/run/stackfs}
+
+# ---------------------------------------------------------------- basics
+
+# Fails setup when the product or a test tool is not built.
+sfs_require_build() {
+	local f
+	for f in "$SFS" "$SFSD" "$@"; do
+		if [[ ! -x $f ]]; then
+			echo "not built: $f (run make)" >&2
+			return 1
+		fi
+	done
+}
+
+sfs_require_tool() {
+	local t
+	for t in "$@"; do
+		[[ -x $TOOLS/$t ]] || { echo "test tool not built: $TOOLS/$t (run make)" >&2; return 1; }
+	done
+}
+
+# Skips the test when a program is missing; names it.
+sfs_require_cmd() {
+	local c
+	for c in "$@"; do
+		command -v "$c" >/dev/null 2>&1 || skip "needs $c"
+	done
+}
+
+sfs_require_root() {
+	[[ $(id -u) -eq 0 ]] || skip "needs root ($*)"
+}
+
+_sfs_list() {
+	if [[ -n ${BATS_TEST_NUMBER:-} && -n ${BATS_TEST_TMPDIR:-} ]]; then
+		echo "$BATS_TEST_TMPDIR/.sfs-cleanup"
+	else
+		echo "$BATS_FILE_TMPDIR/.sfs-cleanup"
+	fi
+}
+
+_sfs_scope_dir() {
+	if [[ -n ${BATS_TEST_NUMBER:-} && -n ${BATS_TEST_TMPDIR:-} ]]; then
+		echo "$BATS_TEST_TMPDIR"
+	else
+		echo "$BATS_FILE_TMPDIR"
+	fi
+}
+
+# sfs_record KIND ARG: remember a resource to undo at cleanup.
+#   KIND: stackfs (a stackfs mount point: stackfs umount, then fusermount3
+#   -u, then abort the connection and detach lazily), mount (any other mount
+#   point), loop (a loop device), pid (PID:MP, a daemon that must end with
+#   its mount), symlink (a symlink to $SFS to remove).
+sfs_record() {
+	printf '%s\t%s\n' "$1" "$2" >>"$(_sfs_list)"
+}
+
+# ---------------------------------------------------------------- images
+
+# sfs_make_image FS SIZE_MB [NAME [MOUNT_OPTS]]
+# Makes a loop image with filesystem FS (ext4 with ea_inode and 256-byte
+# inodes, or xfs with reflink), mounts it and prints the mount directory.
+sfs_make_image() {
+	local fs=$1 size=$2 name=${3:-img} mopts=${4:-} dir img loop scope
+	scope=$(_sfs_scope_dir)
+	img=$scope/sfs-$fs-$name.img
+	dir=$scope/$name
+	case $fs in
+	ext4)
+		command -v mkfs.ext4 >/dev/null || { echo "needs mkfs.ext4 (e2fsprogs)" >&2; return 1; }
+		truncate -s "${size}M" "$img" || return 1
+		mkfs.ext4 -q -F -O ea_inode -I 256 "$img" >&2 || { echo "mkfs.ext4 failed on $img" >&2; return 1; }
+		;;
+	xfs)
+		command -v mkfs.xfs >/dev/null || { echo "needs mkfs.xfs (xfsprogs)" >&2; return 1; }
+		((size >= 320)) || size=320 # mkfs.xfs refuses less than 300 MB
+		truncate -s "${size}M" "$img" || return 1
+		mkfs.xfs -q -f -m reflink=1 "$img" >&2 || { echo "mkfs.xfs failed on $img" >&2; return 1; }
+		;;
+	*)
+		echo "sfs_make_image: unknown filesystem '$fs' (ext4 or xfs)" >&2
+		return 1
+		;;
+	esac
+	loop=$(losetup --find --show "$img") || {
+		echo "no free loop device for $img (losetup -a:)" >&2
+		losetup -a >&2
+		return 1
+	}
+	sfs_record loop "$loop"
+	mkdir -p "$dir"
+	sfs_record mount "$dir"
+	mount ${mopts:+-o "$mopts"} "$loop" "$dir" || { echo "mount $loop on $dir failed" >&2; return 1; }
+	echo "$dir"
+}
+
+# ---------------------------------------------------------------- mounts
+
+sfs_is_mounted() {
+	findmnt -rn -M "$1" >/dev/null 2>&1
+}
+
+sfs_fstype() {
+	findmnt -rn -o FSTYPE -M "$1" 2>/dev/null | tail -n1
+}
+
+# The pid of the daemon serving the stackfs mount on $1, or nothing.
+sfs_daemon_pid() {
+	local mp=$1 mm pid p cmd
+	mm=$(findmnt -rn -o MAJ:MIN -M "$mp" 2>/dev/null | tail -n1)
+	if [[ -n $mm && -r $SFS_RUNTIME/$mm/pid ]]; then
+		pid=$(<"$SFS_RUNTIME/$mm/pid")
+		if sfs_alive "$pid"; then
+			echo "$pid"
+			return 0
+		fi
+	fi
+	# fallback: a stackfsd process whose command line names the mount point
+	for p in /proc/[0-9]*; do
+		[[ $(readlink "$p/exe" 2>/dev/null) == */stackfsd* ]] || continue
+		sfs_alive "${p#/proc/}" || continue
+		cmd=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)
+		if [[ " $cmd " == *" $mp "* || " $cmd " == *" $(realpath -m "$mp") "* ]]; then
+			echo "${p#/proc/}"
+			return 0
+		fi
+	done
+	return 0
+}
+
+# sfs_mount BRANCHES MP [OPTS]: mounts with the real CLI (no -f), records
+# the mount for cleanup and checks that it is a live fuse.stackfs mount.
+sfs_mount() {
+	local branches=$1 mp=$2 opts=${3:-} out rc
+	[[ -d $mp ]] || mkdir -p "$mp"
+	sfs_record stackfs "$mp"
+	out=$("$SFS" mount ${opts:+-o "$opts"} "$branches" "$mp" 2>&1)
+	rc=$?
+	if ((rc != 0)); then
+		echo "stackfs mount ${opts:+-o $opts }'$branches' '$mp' failed (exit $rc): $out" >&2
+		return 1
+	fi
+	if [[ $(sfs_fstype "$mp") != fuse.stackfs ]]; then
+		echo "stackfs mount returned 0 but $mp is not a fuse.stackfs mount:" >&2
+		findmnt -M "$mp" >&2
+		return 1
+	fi
+	sfs_record pid "$(sfs_daemon_pid "$mp"):$mp"
+}
+
+# sfs_alive PID: the process exists and has not exited (a zombie whose
+# parent has not reaped it yet has exited).
+sfs_alive() {
+	local stat
+	[[ -n $1 ]] || return 1
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	stat=${stat##*) }
+	[[ ${stat%% *} != Z ]]
+}
+
+# Kills a daemon we started when it outlived its mount. Only a stackfsd.
+_sfs_reap_daemon() {
+	local pid=$1 i
+	sfs_alive "$pid" || return 0
+	for ((i = 0; i < 50; i++)); do
+		sfs_alive "$pid" || return 0
+		sleep 0.1
+	done
+	[[ $(readlink "/proc/$pid/exe" 2>/dev/null) == */stackfsd* ]] || return 0
+	echo "cleanup: daemon $pid outlived its mount; SIGTERM" >&2
+	kill -TERM "$pid" 2>/dev/null
+	for ((i = 0; i < 20; i++)); do
+		sfs_alive "$pid" || return 0
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null
+	return 0
+}
+
+# Unmounts a stackfs mount by every means, then makes sure its daemon ended.
+_sfs_umount_stackfs() {
+	local mp=$1 pid mm
+	sfs_is_mounted "$mp" || return 0
+	[[ $(sfs_fstype "$mp") == fuse* ]] || { _sfs_umount_other "$mp"; return 0; }
+	pid=$(sfs_daemon_pid "$mp")
+	mm=$(findmnt -rn -o MAJ:MIN -M "$mp" | tail -n1)
+	if [[ -x $SFS ]] && timeout 20 "$SFS" umount "$mp" >/dev/null 2>&1 && ! sfs_is_mounted "$mp"; then
+		:
+	elif timeout 10 fusermount3 -u "$mp" >/dev/null 2>&1 && ! sfs_is_mounted "$mp"; then
+		echo "cleanup: stackfs umount failed on $mp; fusermount3 -u did it" >&2
+	else
+		echo "cleanup: aborting the FUSE connection of $mp and detaching it lazily" >&2
+		[[ -n $mm && -w /sys/fs/fuse/connections/${mm#*:}/abort ]] &&
+			echo 1 >"/sys/fs/fuse/connections/${mm#*:}/abort" 2>/dev/null
+		fusermount3 -u -z "$mp" >/dev/null 2>&1 || umount -l "$mp" >/dev/null 2>&1
+	fi
+	_sfs_reap_daemon "$pid"
+	return 0
+}
+
+_sfs_umount_other() {
+	local mp=$1 i
+	for ((i = 0; i < 20; i++)); do
+		sfs_is_mounted "$mp" || return 0
+		umount "$mp" >/dev/null 2>&1 && continue
+		sleep 0.2
+	done
+	sfs_is_mounted "$mp" && {
+		echo "cleanup: $mp busy; lazy unmount" >&2
+		umount -l "$mp" >/dev/null 2>&1
+	}
+	return 0
+}
+
+_sfs_detach_loop() {
+	local dev=$1
+	losetup "$dev" >/dev/null 2>&1 || return 0
+	losetup -d "$dev" >/dev/null 2>&1 || echo "cleanup: losetup -d $dev failed" >&2
+	return 0
+}
+
+# Mount points under a directory, deepest first (TYPE<tab>TARGET).
+_sfs_mounts_under() {
+	local root=$1 type target
+	[[ -n $root ]] || return 0
+	findmnt -rn -o FSTYPE,TARGET 2>/dev/null | while read -r type target; do
+		[[ $target == *"\\x"* ]] && printf -v target '%b' "$target"
+		[[ $target == "$root"/* ]] && printf '%s\t%s\t%s\n' "${#target}" "$type" "$target"
+	done | sort -rn | cut -f2-
+}
+
+# _sfs_run_list LIST fuse|rest: undoes the recorded stackfs mounts (fuse)
+# or the other mounts and loop devices (rest), newest first.
+_sfs_run_list() {
+	local list=$1 phase=$2 kind arg pids=() pid
+	[[ -f $list ]] || return 0
+	while IFS=$'\t' read -r kind arg; do
+		case $phase:$kind in
+		fuse:stackfs) _sfs_umount_stackfs "$arg" ;;
+		fuse:pid) pids+=("${arg%%:*}") ;;
+		rest:mount) _sfs_umount_other "$arg" ;;
+		rest:loop) _sfs_detach_loop "$arg" ;;
+		rest:symlink) [[ -L $arg && $(readlink "$arg") == "$SFS" ]] && rm -f "$arg" ;;
+		esac
+	done < <(tac "$list")
+	# daemons recorded at mount time must have ended with their mounts
+	for pid in "${pids[@]}"; do
+		_sfs_reap_daemon "$pid"
+	done
+	return 0
+}
+
+# _sfs_sweep fuse|all ROOT...: unmounts what is still mounted under ROOTs.
+_sfs_sweep() {
+	local which=$1 root type target all
+	shift
+	all=$(findmnt -rn -o TARGET 2>/dev/null)
+	for root in "$@"; do
+		[[ -n $root && $all == *"$root/"* ]] || continue
+		while IFS=$'\t' read -r type target; do
+			[[ -n $target ]] || continue
+			[[ $which == all || $type == fuse* ]] || continue
+			echo "cleanup: $target ($type) was left mounted" >&2
+			if [[ $type == fuse* ]]; then
+				_sfs_umount_stackfs "$target"
+			else
+				_sfs_umount_other "$target"
+			fi
+		done < <(_sfs_mounts_under "$root")
+	done
+	return 0
+}
+
+_sfs_sweep_loops() {
+	local root dev back all
+	all=$(losetup -n -l -O BACK-FILE 2>/dev/null)
+	for root in "$@"; do
+		[[ -n $root && $all == *"$root/"* ]] || continue
+		losetup -n -l -O NAME,BACK-FILE 2>/dev/null | while read -r dev back; do
+			back=${back% (deleted)}
+			[[ $back == "$root"/* ]] || continue
+			echo "cleanup: loop device $dev ($back) was left attached" >&2
+			_sfs_detach_loop "$dev"
+		done
+	done
+	return 0
+}
+
+# Teardown of a test: never fails. When the test failed, first shows the
+# output of its last `run` (run -N shows none when the status differs).
+sfs_cleanup() {
+	if [[ -z ${BATS_TEST_COMPLETED:-} && -n ${output+set} ]]; then
+		printf 'last run: status %s, output:\n%s\n' "${status:-?}" "$output" >&2
+	fi
+	{
+		local list=$BATS_TEST_TMPDIR/.sfs-cleanup img
+		_sfs_run_list "$list" fuse
+		_sfs_sweep fuse "$BATS_TEST_TMPDIR" "$BATS_FILE_TMPDIR"
+		_sfs_run_list "$list" rest
+		rm -f "$list"
+		_sfs_sweep all "$BATS_TEST_TMPDIR"
+		# bind mounts a test made inside the file's images
+		for img in "${SFS_IMAGES[@]}"; do
+			_sfs_sweep all "$img"
+		done
+		_sfs_sweep_loops "$BATS_TEST_TMPDIR"
+	} || true
+	return 0
+}
+
+# Teardown of a test file: never fails.
+sfs_cleanup_file() {
+	{
+		local list=$BATS_FILE_TMPDIR/.sfs-cleanup
+		_sfs_sweep fuse "$BATS_RUN_TMPDIR/test" "$BATS_FILE_TMPDIR"
+		_sfs_run_list "$list" fuse
+		_sfs_sweep all "$BATS_RUN_TMPDIR/test"
+		_sfs_run_list "$list" rest
+		rm -f "$list"
+		_sfs_sweep all "$BATS_FILE_TMPDIR"
+		_sfs_sweep_loops "$BATS_FILE_TMPDIR" "$BATS_RUN_TMPDIR/test"
+	} || true
+	return 0
+}
+
+# ---------------------------------------------------------------- per file
+
+# sfs_setup_file [N_IMAGES]: the usual setup_file: checks the build and
+# makes N_IMAGES (default 1, at most 2) images of $SFS_FS, exported as
+# SFS_IMG (and SFS_IMG2).
+sfs_setup_file() {
+	local n=${1:-1}
+	sfs_require_build || return 1
+	export SFS_IMG SFS_IMG2
+	SFS_IMG=$(sfs_make_image "$SFS_FS" 512 img) || return 1
+	if ((n > 1)); then
+		SFS_IMG2=$(sfs_make_image "$SFS_FS" 400 img2) || return 1
+	fi
+}
+
+SFS_IMAGES=()
+[[ -n ${SFS_IMG:-} ]] && SFS_IMAGES+=("$SFS_IMG")
+[[ -n ${SFS_IMG2:-} ]] && SFS_IMAGES+=("$SFS_IMG2")
+
+# sfs_setup_branches [NAMES...]: fresh directories for this test on the
+# file's image: T (the test's directory), UP (rw), LO (ro) and any extra
+# NAMES (exported as upper-case variables pointing to $T/name); MNT is an
+# empty mount point in the test's own temporary directory.
+sfs_setup_branches() {
+	local n
+	T=$SFS_IMG/t$BATS_TEST_NUMBER
+	rm -rf "$T"
+	mkdir -p "$T/upper" "$T/lower"
+	UP=$T/upper
+	LO=$T/lower
+	for n in "$@"; do
+		mkdir -p "$T/$n"
+		printf -v "${n^^}" '%s' "$T/$n"
+	done
+	MNT=$BATS_TEST_TMPDIR/mnt
+	mkdir -p "$MNT"
+}
+
+# ---------------------------------------------------------------- checks
+
+# One line per entry under $1: path, type, mode, owner, size, mtime and
+# ctime (ns), symlink target, inode, links; then the sha256 of each file.
+# atime is left out (reading a file may update it).
+sfs_tree_state() {
+	(
+		cd "$1" || exit 1
+		find . -printf '%p|%y|%m|%U:%G|%s|%T@|%C@|%l|%i|%n\n' | LC_ALL=C sort
+		find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum
+	)
+}
+
+# sfs_snapshot DIR / sfs_assert_unchanged DIR: DIR is byte-for-byte and
+# metadata-for-metadata as it was at the snapshot.
+sfs_snapshot() {
+	sfs_tree_state "$1" >"$BATS_TEST_TMPDIR/snap.$(echo "$1" | md5sum | cut -c1-12)"
+}
+
+sfs_assert_unchanged() {
+	local snap d
+	snap="$BATS_TEST_TMPDIR/snap.$(echo "$1" | md5sum | cut -c1-12)"
+	[[ -f $snap ]] || fail "no snapshot of $1"
+	if ! d=$(diff -u "$snap" <(sfs_tree_state "$1")); then
+		fail "$(printf '%s changed:\n%s' "$1" "$d")"
+	fi
+}
+
+# The exit status of a refused command: an error, not success, not a
+# signal, not "command not found".
+assert_refused() {
+	if ((status == 0)); then
+		fail "expected a non-zero exit status, got 0; output: $output"
+	fi
+	if ((status >= 126)); then
+		fail "expected an error exit status (1..125), got $status; output: $output"
+	fi
+}
+
+# mount(8) runs its helpers with PATH removed from the environment, so
+# mount.fuse3 finds `stackfs` only in the shell's default PATH: this puts a
+# symlink to the build's stackfs into /usr/local/bin for the test (removed
+# at cleanup). Skips when another stackfs is installed there.
+sfs_install_for_mount8() {
+	local link=/usr/local/bin/stackfs
+	if [[ -e $link || -L $link ]]; then
+		[[ -L $link && $(readlink "$link") == "$SFS" ]] && return 0
+		skip "needs /usr/local/bin/stackfs to be this build (another stackfs is installed there)"
+	fi
+	sfs_record symlink "$link"
+	mkdir -p /usr/local/bin
+	ln -s "$SFS" "$link"
+}
+
+# Waits up to $2 seconds (default 5) for process $1 to end.
+sfs_wait_gone() {
+	local pid=$1 t=${2:-5} i
+	for ((i = 0; i < t * 10; i++)); do
+		sfs_alive "$pid" || return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# Waits up to $2 seconds (default 10) for $1 to be a stackfs mount.
+sfs_wait_mounted() {
+	local mp=$1 t=${2:-10} i
+	for ((i = 0; i < t * 10; i++)); do
+		[[ $(sfs_fstype "$mp") == fuse.stackfs ]] && return 0
+		sleep 0.1
+	done
+	return 1
+}
