@@ -1,0 +1,215 @@
+# bench/report.awk: turns bench/run's raw rows into the markdown report.
+#   T KEY SYSTEM RUN T0 T1   one timed run (EPOCHREALTIME stamps)
+#   L KEY LABEL              the workload's description
+#   M KEY VALUE              a measurement that is not a time (memory)
+# Portable awk (Debian's default is mawk): no asort, no gensub.
+BEGIN { FS = "\t" }
+$1 == "T" {
+	k = $2 SUBSEP $3
+	n[k]++
+	v[k, n[k]] = $6 - $5
+	seen[$2] = 1
+}
+$1 == "L" { label[$2] = $3 }
+$1 == "M" { nm[$2]++; mv[$2, nm[$2]] = $3 }
+
+function sortk(k,    i, j, t, c) {	# sorts v[k, 1..n[k]] in place
+	c = n[k]
+	for (i = 2; i <= c; i++)
+		for (j = i; j > 1 && v[k, j - 1] > v[k, j]; j--) {
+			t = v[k, j]; v[k, j] = v[k, j - 1]; v[k, j - 1] = t
+		}
+}
+function med(key, sys,    k, c) {
+	k = key SUBSEP sys
+	c = n[k]
+	if (!c)
+		return ""
+	sortk(k)
+	return c % 2 ? v[k, (c + 1) / 2] : (v[k, c / 2] + v[k, c / 2 + 1]) / 2
+}
+function cell(key, sys,    k, m) {
+	k = key SUBSEP sys
+	if (!n[k])
+		return "—"
+	m = med(key, sys)
+	return sprintf("%s (%s–%s)", num(m), num(v[k, 1]), num(v[k, n[k]]))
+}
+function num(x) {
+	return x >= 100 ? sprintf("%.0f", x) : x >= 10 ? sprintf("%.1f", x) : x >= 1 ? sprintf("%.2f", x) : sprintf("%.3f", x)
+}
+function ratio(key, a, b,    ma, mb) {
+	ma = med(key, a); mb = med(key, b)
+	if (ma == "" || mb == "" || mb <= 0)
+		return ""
+	return ma / mb
+}
+function rs(r) { return r == "" ? "—" : sprintf("%.2f", r) }
+function mmed(key,    c, i, j, t, a) {	# median of the M values of key
+	c = nm[key]
+	if (!c)
+		return ""
+	for (i = 1; i <= c; i++)
+		a[i] = mv[key, i] + 0
+	for (i = 2; i <= c; i++)
+		for (j = i; j > 1 && a[j - 1] > a[j]; j--) {
+			t = a[j]; a[j] = a[j - 1]; a[j - 1] = t
+		}
+	mmin = a[1]; mmax = a[c]
+	return c % 2 ? a[(c + 1) / 2] : (a[c / 2] + a[c / 2 + 1]) / 2
+}
+function miss(what) { missed[++nmiss] = what }
+
+END {
+	split("create stat_cold stat_warm list rm seqwrite seqread rand1 rand4 cu_big cu_big_sync cu_small cu_sparse cu_sparse_sync untar", order, " ")
+	for (i = 1; i in order; i++) {
+		key = order[i]
+		cls[key] = "any"
+	}
+	cls["create"] = cls["stat_cold"] = cls["stat_warm"] = cls["list"] = cls["rm"] = "meta"
+	cls["seqwrite"] = cls["seqread"] = "seq"
+	cls["rand1"] = cls["rand4"] = "rand"
+	cls["cu_sparse"] = "sparse"
+	cls["cu_big_sync"] = cls["cu_sparse_sync"] = "info"
+	tgt["meta"] = "≤0.5× fov; aim ≤2× ovl"
+	tgt["seq"] = "≤1× fov, ≤1.10× ovl"
+	tgt["rand"] = "≤1× fov, ≤1.25× ovl"
+	tgt["any"] = "≤1× fov"
+	tgt["sparse"] = "≤1× fov; ≤2× the " "8 MiB file"
+	tgt["info"] = ""
+
+	print "## Workloads"
+	print ""
+	print "| workload | stackfs | overlayfs | fuse-overlayfs | ext4 | stackfs/ovl | stackfs/fov | stackfs/ext4 | target | met |"
+	print "|---|---|---|---|---|---|---|---|---|---|"
+	for (i = 1; i in order; i++) {
+		key = order[i]
+		if (!(key in seen))
+			continue
+		ro = ratio(key, "stackfs", "overlayfs")
+		rf = ratio(key, "stackfs", "fuse-overlayfs")
+		re = ratio(key, "stackfs", "ext4")
+		c = cls[key]
+		met = "—"
+		if (c != "info" && rf != "") {
+			ok = 1; why = ""
+			lim = c == "meta" ? 0.5 : 1
+			if (rf > lim) { ok = 0; why = sprintf("%.2f× fov (limit %.2f)", rf, lim) }
+			if (c == "seq" && ro != "" && ro > 1.10) { ok = 0; why = why (why ? ", " : "") sprintf("%.2f× ovl (limit 1.10)", ro) }
+			if (c == "rand" && ro != "" && ro > 1.25) { ok = 0; why = why (why ? ", " : "") sprintf("%.2f× ovl (limit 1.25)", ro) }
+			if (c == "sparse") {
+				sp = ratio("cu_sparse", "stackfs", "stackfs")
+				rr = med("cu_sparse", "stackfs") / med("cu_small", "stackfs")
+				if (rr > 2) { ok = 0; why = why (why ? ", " : "") sprintf("%.1f× the 8 MiB file (limit 2)", rr) }
+			}
+			if (ok)
+				met = (c == "meta" && ro != "" && ro > 2) ? sprintf("yes (aim missed: %.1f× ovl)", ro) : "yes"
+			else {
+				met = "**NO**: " why
+				miss(label[key] ": " why)
+			}
+		}
+		printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", label[key], \
+			cell(key, "stackfs"), cell(key, "overlayfs"), cell(key, "fuse-overlayfs"), cell(key, "ext4"), \
+			rs(ro), rs(rf), rs(re), tgt[c], met
+	}
+	print ""
+
+	if ("cu_sparse" in seen && "cu_small" in seen) {
+		print "## Copy-up: cost proportional to the data"
+		print ""
+		print "Time of the first write to the sparse file over the time of the first write to a dense file holding the same amount of data (target for stackfs: ≤ 2)."
+		print ""
+		print "| system | sparse / dense-of-same-data |"
+		print "|---|---|"
+		split("stackfs overlayfs fuse-overlayfs", us, " ")
+		for (j = 1; j <= 3; j++)
+			if (med("cu_small", us[j]) > 0)
+				printf "| %s | %.2f |\n", us[j], med("cu_sparse", us[j]) / med("cu_small", us[j])
+		print ""
+	}
+
+	if (nm["bytes_per_inode"]) {
+		print "## stackfs daemon memory"
+		print ""
+		b = mmed("bytes_per_inode")
+		printf "- Per cached inode after the cold stat walk (VmRSS after the walk minus VmRSS right after mount, over %d entries walked): median **%d B** (%d–%d over %d runs); target < 300 B: %s.\n", \
+			mv["nent", 1], b, mmin, mmax, nm["bytes_per_inode"], b < 300 ? "met" : "**NOT met**"
+		if (b >= 300)
+			miss(sprintf("daemon memory: %d B per cached inode (limit 300)", b))
+		printf "- VmRSS right after mount: median %d KiB; after the walk: median %d KiB.\n", mmed("rss0"), mmed("rss1")
+	}
+	if (nm["leak_rss1"]) {
+		for (i = 1; ("leak_rss" i) in nm; i++)
+			last = i
+		s = mv["leak_rss0", 1] " KiB at mount"
+		for (i = 1; i <= last; i++)
+			s = s ", " mv["leak_rss" i, 1]
+		printf "- Repeated workload (drop caches + cold stat walk, %d times on one mount), VmRSS in KiB: %s.\n", last, s
+		if (last >= 2) {
+			g = mv["leak_rss" last, 1] - mv["leak_rss2", 1]
+			step1 = mv["leak_rss1", 1] - mv["leak_rss0", 1]
+			lim = step1 / 20 > 256 ? step1 / 20 : 256
+			printf "  Growth from walk 2 to walk %d: %d KiB (limit: 5%% of the first walk's %d KiB, at least 256 KiB): %s.\n", last, g, step1, g <= lim ? "no leak seen" : "**grows**"
+			if (g > lim)
+				miss(sprintf("daemon memory grows by %d KiB over %d repeated walks", g, last - 2))
+		}
+		print ""
+	}
+
+	if ("br_stat" in seen) {
+		nb = mv["nbr", 1]
+		print "## Branch count: " nb " branches vs 2"
+		print ""
+		printf "2 branches: an empty upper over one lower holding the tree; %d: an empty upper over %d lowers with the tree's files spread round-robin (every directory in every lower). overlayfs for reference. Target: stackfs's %d-branch stat walk ≤ 2× its 2-branch one.\n\n", nb, nb - 1, nb
+		printf "| workload | stackfs, 2 | stackfs, %d | %d/2 | overlayfs, 2 | overlayfs, %d | %d/2 | met |\n", nb, nb, nb, nb
+		print "|---|---|---|---|---|---|---|---|"
+		split("br_stat br_list", bo, " ")
+		for (i = 1; i <= 2; i++) {
+			key = bo[i]
+			r1 = ratio(key, "stackfs-" nb, "stackfs-2")
+			r2 = ratio(key, "overlayfs-" nb, "overlayfs-2")
+			met = "—"
+			if (key == "br_stat") {
+				met = r1 <= 2 ? "yes" : sprintf("**NO**: %.2f (limit 2)", r1)
+				if (r1 > 2)
+					miss(sprintf("%d-branch stat walk: %.2f× the 2-branch one (limit 2)", nb, r1))
+			}
+			printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", label[key], cell(key, "stackfs-2"), \
+				cell(key, "stackfs-" nb), rs(r1), cell(key, "overlayfs-2"), cell(key, "overlayfs-" nb), rs(r2), met
+		}
+		print ""
+	}
+
+	print "## Targets missed"
+	print ""
+	if (!nmiss)
+		print "None."
+	for (i = 1; i <= nmiss; i++)
+		print "- " missed[i]
+	print ""
+
+	print "<details><summary>Every run (seconds, sorted)</summary>"
+	print ""
+	print "| workload | system | runs |"
+	print "|---|---|---|"
+	for (k in n) {
+		split(k, kk, SUBSEP)
+		line[kk[1], kk[2]] = 1
+	}
+	split("stackfs overlayfs fuse-overlayfs ext4 stackfs-2 stackfs-16 overlayfs-2 overlayfs-16", sl, " ")
+	split("create stat_cold stat_warm list rm seqwrite seqread rand1 rand4 cu_big cu_big_sync cu_small cu_sparse cu_sparse_sync untar br_stat br_list", ol, " ")
+	for (i = 1; i in ol; i++)
+		for (j = 1; j in sl; j++) {
+			k = ol[i] SUBSEP sl[j]
+			if (!n[k])
+				continue
+			sortk(k)
+			s = ""
+			for (r = 1; r <= n[k]; r++)
+				s = s (r > 1 ? " " : "") num(v[k, r])
+			printf "| %s | %s | %s |\n", ol[i], sl[j], s
+		}
+	print ""
+	print "</details>"
+}
