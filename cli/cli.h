@@ -19,6 +19,7 @@ struct sfs_cmd {
 
 extern const struct sfs_cmd sfs_cmd_mount;
 extern const struct sfs_cmd sfs_cmd_umount;
+extern const struct sfs_cmd sfs_cmd_fsck;
 
 /* Prints the usage and help of cmd to stdout. */
 void sfs_cli_cmd_help(const struct sfs_cmd *cmd);

@@ -9,6 +9,7 @@
 static const struct sfs_cmd *const commands[] = {
 	&sfs_cmd_mount,
 	&sfs_cmd_umount,
+	&sfs_cmd_fsck,
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

@@ -200,8 +200,7 @@ static int meta_check(const struct sfs_branch *b, unsigned idx,
 	int ret = sfs_meta_check(b->root_fd, &state, why, sizeof(why));
 
 	if (ret < 0)
-		berr(err, errlen, "branch %u (\"%s\"): metadata %s: %s", idx, spec->path,
-		     SFS_METADIR_NAME, why);
+		berr(err, errlen, "branch %u (\"%s\"): %s", idx, spec->path, why);
 	return ret;
 }
 
@@ -314,8 +313,7 @@ static int meta_open(struct sfs_branch *b, unsigned idx, int style, bool upgrade
 		return -ENOMEM;
 	ret = sfs_meta_open(b->root_fd, style, upgrade, b->meta, why, sizeof(why));
 	if (ret < 0) {
-		berr(err, errlen, "branch %u (\"%s\"): metadata %s: %s", idx, b->path,
-		     SFS_METADIR_NAME, why);
+		berr(err, errlen, "branch %u (\"%s\"): %s", idx, b->path, why);
 		free(b->meta);
 		b->meta = NULL;
 		return ret;

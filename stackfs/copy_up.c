@@ -218,6 +218,89 @@ static int set_origin(const struct sfs_stack *st, int sdir, const char *sname,
 /* Copies node n (stack st, parent stack pst) into branch bidx and
  * installs the new stack. For a directory the lower layers stay below
  * the new one; anything else is replaced. */
+/* The copy a lower file with several names already has in the index
+ * (copied up through another name), as an fd to link: its own fd when
+ * the name shows it already, else the index entry, else -1. */
+static int indexed_copy(const struct sfs_stack *st, const struct stat *src)
+{
+	if (st->indexed)
+		return fcntl(st->l[0].fd, F_DUPFD_CLOEXEC, 0);
+	if (!S_ISREG(src->st_mode) || src->st_nlink < 2)
+		return -1;
+	return sfs_index_open(st->snap, src->st_dev, src->st_ino);
+}
+
+/* Places an existing copy at dirfd/name: a hard link, no data copied. */
+static int link_copy(int copyfd, int dirfd, const char *name)
+{
+	struct timespec tv[2];
+	struct stat pst;
+	int ret = sfs_fstat(dirfd, &pst);
+
+	if (ret < 0)
+		return ret;
+	if (linkat(copyfd, "", dirfd, name, AT_EMPTY_PATH) < 0)
+		return -errno;
+	tv[0] = pst.st_atim;
+	tv[1] = pst.st_mtim;
+	utimensat(dirfd, "", tv, AT_EMPTY_PATH); /* cosmetic: no failure */
+	return 0;
+}
+
+/* Stages a copy of the entry (with its origin; one with several names
+ * goes into the index too) and places it. *placed says whether this call
+ * placed it; a directory placed by a racing request is as good. */
+static int make_copy(const struct sfs_stack *st, const struct sfs_layer *sl,
+		     const struct sfs_layer *dl, const struct stat *src,
+		     int workfd, const char *name, bool nodata, bool *placed)
+{
+	int dflag = S_ISDIR(src->st_mode) ? AT_REMOVEDIR : 0;
+	char tmp[64];
+	int ret = stage_entry(&st->l[0], sl->fd, name, src, workfd, tmp, nodata);
+
+	if (ret < 0)
+		return ret;
+	if (!S_ISDIR(src->st_mode))
+		ret = set_origin(st, sl->fd, name, workfd, tmp);
+	if (ret == 0 && S_ISREG(src->st_mode) && src->st_nlink > 1)
+		ret = sfs_index_link(st->snap, src->st_dev, src->st_ino, workfd, tmp);
+	if (ret == 0)
+		ret = place_entry(workfd, tmp, dl->fd, name);
+	if (ret < 0)
+		unlinkat(workfd, tmp, dflag);
+	*placed = ret == 0;
+	return ret == -EEXIST && dflag ? 0 : ret;
+}
+
+/* The node's new stack after its copy-up: the copy alone, or above the
+ * lower layers for a directory. */
+static int install(struct sfs_node *n, const struct sfs_stack *st,
+		   unsigned bidx, int fd, const struct stat *src)
+{
+	struct sfs_stack *ns;
+
+	if (S_ISDIR(src->st_mode)) {
+		ns = stack_with(st, bidx, fd);
+	} else {
+		ns = sfs_stack_new(st->snap, 1);
+		if (ns) {
+			ns->l[0] = (struct sfs_layer){ fd, bidx };
+			ns->nlink = st->indexed ? st->nlink :
+				    S_ISREG(src->st_mode) && src->st_nlink > 1 ?
+				    (uint32_t)src->st_nlink : 0;
+		}
+	}
+	if (!ns) {
+		close(fd);
+		return -ENOMEM;
+	}
+	sfs_node_set_stack(n, ns);
+	atomic_fetch_add(&n->cu_gen, 1);
+	/* the copy has its own ctime, which the kernel may have cached */
+	sfs_notify_attr(n);
+	return 0;
+}
+
 static int copy_into(struct sfs_node *n, const struct sfs_stack *st,
 		     const struct sfs_stack *pst, unsigned bidx,
 		     const char *name, bool nodata)
@@ -225,30 +308,25 @@ static int copy_into(struct sfs_node *n, const struct sfs_stack *st,
 	const struct sfs_layer *sl = sfs_stack_in(pst, st->l[0].bidx);
 	const struct sfs_layer *dl = sfs_stack_in(pst, bidx);
 	int workfd = st->snap->b[bidx]->work_fd;
-	struct sfs_stack *ns;
 	struct stat src;
-	bool placed;
-	char tmp[64];
+	bool placed = false;
 	int fd, ret = sl && dl ? sfs_fstat(st->l[0].fd, &src) : -ESTALE;
 
-	if (ret == 0)
-		ret = stage_entry(&st->l[0], sl->fd, name, &src, workfd, tmp, nodata);
-	if (ret == 0 && !S_ISDIR(src.st_mode))
-		ret = set_origin(st, sl->fd, name, workfd, tmp);
-	if (ret == 0) {
-		ret = place_entry(workfd, tmp, dl->fd, name);
-		if (ret < 0)
-			unlinkat(workfd, tmp, S_ISDIR(src.st_mode) ? AT_REMOVEDIR : 0);
-	}
-	/* a directory placed by a racing request is as good as ours */
-	if (ret < 0 && !(ret == -EEXIST && S_ISDIR(src.st_mode)))
+	if (ret < 0)
 		return ret;
-	placed = ret == 0;
+	fd = indexed_copy(st, &src);
+	if (fd >= 0) {
+		ret = link_copy(fd, dl->fd, name);
+		close(fd);
+	} else {
+		ret = make_copy(st, sl, dl, &src, workfd, name, nodata, &placed);
+	}
+	if (ret < 0)
+		return ret;
 	fd = sfs_path_fd(dl->fd, name);
 	if (fd < 0)
 		return fd;
 	/* flags go on once placed: an immutable entry cannot be renamed */
-	ret = 0;
 	if ((S_ISREG(src.st_mode) || S_ISDIR(src.st_mode)) && placed)
 		ret = sfs_copy_flags(st->l[0].fd, fd);
 	if (ret < 0) {
@@ -257,20 +335,7 @@ static int copy_into(struct sfs_node *n, const struct sfs_stack *st,
 		unlinkat(dl->fd, name, S_ISDIR(src.st_mode) ? AT_REMOVEDIR : 0);
 		return ret;
 	}
-	if (S_ISDIR(src.st_mode)) {
-		ns = stack_with(st, bidx, fd);
-	} else {
-		ns = sfs_stack_new(st->snap, 1);
-		if (ns)
-			ns->l[0] = (struct sfs_layer){ fd, bidx };
-	}
-	if (!ns) {
-		close(fd);
-		return -ENOMEM;
-	}
-	sfs_node_set_stack(n, ns);
-	atomic_fetch_add(&n->cu_gen, 1);
-	return 0;
+	return install(n, st, bidx, fd, &src);
 }
 
 int sfs_dir_ensure_layer(struct sfs_node *dir, unsigned bidx,

@@ -58,6 +58,27 @@ uint64_t sfs_dev_of_uuid(const struct sfs_snap *snap, const uint8_t uuid[16])
 	return 0;
 }
 
+uint32_t sfs_origin_nlink(const struct sfs_snap *snap, int dirfd, const char *name)
+{
+	struct sfs_origin o;
+	struct stat st;
+	uint32_t nlink = 1;
+	int fd = -1;
+
+	if (sfs_origin_get(dirfd, name, &o) != 1 || o.version < 2 || !o.handle_bytes)
+		return nlink;
+	for (unsigned i = 0; i < snap->n && fd < 0; i++) {
+		if (memcmp(snap->b[i]->fs_uuid, o.fs_uuid, 16) == 0)
+			fd = sfs_open_handle(snap->b[i]->root_fd, o.handle_type,
+					     o.handle, o.handle_bytes);
+	}
+	if (fd >= 0 && sfs_fstat(fd, &st) == 0 && st.st_ino == o.ino)
+		nlink = (uint32_t)st.st_nlink;
+	if (fd >= 0)
+		close(fd);
+	return nlink;
+}
+
 int sfs_origin_identity(const struct sfs_snap *snap, int dirfd, const char *name,
 			uint64_t *dev, uint64_t *ino)
 {
@@ -79,6 +100,8 @@ void sfs_stat_fill(const struct sfs_node *n, const struct sfs_stack *st,
 	 * layer; 1 tells find(1) and friends not to count on it. */
 	if (S_ISDIR(real->st_mode) && st->n > 1)
 		out->st_nlink = 1;
+	else if (st->nlink)
+		out->st_nlink = sfs_index_nlink(st->nlink, (uint32_t)real->st_nlink);
 }
 
 int sfs_node_getattr(struct sfs_node *n, struct stat *out)

@@ -26,6 +26,8 @@ struct resolve {
 	struct stat top, id;
 	char *redirect;           /* the lower layers are elsewhere */
 	const struct sfs_snap *snap;
+	uint32_t nlink;           /* the link count to show, or 0 */
+	bool indexed;
 };
 
 static void resolve_drop(struct resolve *r)
@@ -90,6 +92,21 @@ static int resolve_layer(struct resolve *r, const struct sfs_layer *dl,
 	return below ? ret : ret < 0 ? ret : 0;
 }
 
+/* A copy with several links that is in the index: its count of names
+ * includes the lower ones not copied up (as far as it can be known). */
+static void resolve_linked_copy(struct resolve *r, const struct sfs_snap *s,
+				int dirfd, const char *name)
+{
+	struct stat st;
+	int fd = sfs_index_open(s, r->id.st_dev, r->id.st_ino);
+
+	if (fd < 0)
+		return;
+	if (sfs_fstat(fd, &st) == 0 && st.st_ino == r->top.st_ino)
+		r->nlink = sfs_origin_nlink(s, dirfd, name);
+	close(fd);
+}
+
 /* A copied-up non-directory keeps the identity of its origin. Only an
  * entry of a rw branch with branches below it can be a copy, but its
  * parent may have no lower layers (a copy moved to a new directory). */
@@ -109,7 +126,36 @@ static int resolve_origin(struct resolve *r, const struct sfs_stack *dst,
 	if (sfs_origin_identity(dst->snap, pl->fd, name, &dev, &ino)) {
 		r->id.st_dev = (dev_t)dev;
 		r->id.st_ino = (ino_t)ino;
+		if (S_ISREG(r->top.st_mode) && r->top.st_nlink > 1)
+			resolve_linked_copy(r, dst->snap, pl->fd, name);
 	}
+	return 0;
+}
+
+/* A lower file with several names, copied up through another name: this
+ * name shows the copy kept in the index. */
+static int resolve_index(struct resolve *r, const struct sfs_stack *dst)
+{
+	const struct sfs_snap *s = dst->snap;
+	uint32_t lower = (uint32_t)r->top.st_nlink;
+	struct stat st;
+	int fd;
+
+	if (r->n != 1 || !S_ISREG(r->top.st_mode) || r->top.st_nlink < 2 ||
+	    s->top_rw < 0 || (int)r->found[0].bidx <= s->top_rw)
+		return 0;
+	fd = sfs_index_open(s, r->top.st_dev, r->top.st_ino);
+	if (fd < 0)
+		return fd == -ENOENT ? 0 : fd;
+	if (sfs_fstat(fd, &st) < 0) {
+		close(fd);
+		return 0;
+	}
+	close(r->found[0].fd);
+	r->found[0].fd = fd;
+	r->top = st;
+	r->nlink = lower;
+	r->indexed = true;
 	return 0;
 }
 
@@ -194,6 +240,8 @@ int sfs_resolve(const struct sfs_stack *dst, const char *name,
 		ret = resolve_redirect(&r, dst, i - 1);
 	if (ret >= 0)
 		ret = resolve_origin(&r, dst, name);
+	if (ret >= 0)
+		ret = resolve_index(&r, dst);
 	free(r.redirect);
 	if (ret < 0 || r.n == 0) {
 		resolve_drop(&r);
@@ -205,6 +253,8 @@ int sfs_resolve(const struct sfs_stack *dst, const char *name,
 		return -ENOMEM;
 	}
 	memcpy(st->l, r.found, r.n * sizeof(r.found[0]));
+	st->nlink = r.nlink;
+	st->indexed = r.indexed;
 	*top = r.top;
 	*idst = r.id;
 	*out = st;

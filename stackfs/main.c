@@ -25,6 +25,12 @@ struct sfs_snap *sfs_snap_current(void)
 	return s;
 }
 
+void sfs_notify_attr(struct sfs_node *n)
+{
+	if (sfs_m.se)
+		fuse_lowlevel_notify_inval_inode(sfs_m.se, sfs_node_id(n), -1, 0);
+}
+
 /* The root's stack: every branch root, down to the first opaque one. */
 static int root_init(struct sfs_snap *s)
 {
@@ -176,6 +182,7 @@ static int run(struct fuse_args *args, struct sfs_opts *o)
 	if (!se)
 		return 1; /* libfuse said which option it refused */
 	ret = fuse_session_mount(se, o->mountpoint) != 0;
+	sfs_m.se = se;
 	if (!ret && sfs_snap_prepare_meta(sfs_m.snap, o->whiteout, o->upgrade,
 					  err, sizeof(err)) < 0) {
 		fprintf(stderr, "stackfs: %s\n", err);
@@ -187,6 +194,7 @@ static int run(struct fuse_args *args, struct sfs_opts *o)
 		fuse_remove_signal_handlers(se);
 		fuse_session_unmount(se);
 	}
+	sfs_m.se = NULL;
 	fuse_session_destroy(se);
 	return ret;
 }

@@ -91,6 +91,30 @@ int sfs_raise_nofile(void)
 	return 0;
 }
 
+/* Only for inodes named by our own origin records, on a branch's
+ * filesystem: the handle was made by us from an entry of that branch. */
+int sfs_open_handle(int mount_fd, int type, const void *handle, unsigned bytes)
+{
+	struct file_handle *fh = malloc(sizeof(*fh) + bytes);
+	/* open_by_handle_at takes no O_PATH fd for the filesystem */
+	int mfd = sfs_reopen(mount_fd, O_RDONLY | O_DIRECTORY), fd = -ENOMEM;
+
+	if (fh && mfd >= 0) {
+		fh->handle_bytes = bytes;
+		fh->handle_type = type;
+		memcpy(fh->f_handle, handle, bytes);
+		fd = open_by_handle_at(mfd, fh, O_PATH | O_CLOEXEC);
+		if (fd < 0)
+			fd = -errno;
+	} else if (mfd < 0) {
+		fd = mfd;
+	}
+	if (mfd >= 0)
+		close(mfd);
+	free(fh);
+	return fd;
+}
+
 int sfs_layer_path(const struct sfs_snap *s, const struct sfs_layer *l,
 		   char *buf, size_t len)
 {

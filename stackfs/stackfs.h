@@ -52,6 +52,9 @@ struct sfs_stack {
 	atomic_uint refs;
 	struct sfs_snap *snap;
 	unsigned n;
+	uint32_t nlink;           /* st_nlink to show, 0: the top layer's */
+	bool indexed;             /* the top layer is a lower name whose fd is
+				   * its inode's copy in the index */
 	struct sfs_layer l[];
 };
 
@@ -117,6 +120,8 @@ int sfs_reopen(int pathfd, int flags);
 void sfs_fd_path(int fd, char buf[static 32]);
 int sfs_fstat(int fd, struct stat *st);
 int sfs_raise_nofile(void);
+/* O_PATH fd of a file handle on the filesystem of mount_fd. */
+int sfs_open_handle(int mount_fd, int type, const void *handle, unsigned bytes);
 /* The path of a layer's entry from its branch root ("/a/b"), for
  * redirect records. -ESTALE when it is no longer beneath the root. */
 int sfs_layer_path(const struct sfs_snap *s, const struct sfs_layer *l,
@@ -147,12 +152,24 @@ void sfs_stat_fill(const struct sfs_node *n, const struct sfs_stack *st,
 uint64_t sfs_ino_of(const struct sfs_snap *snap, uint64_t dev, uint64_t ino);
 /* The st_dev of the branch filesystem with this UUID, or 0. */
 uint64_t sfs_dev_of_uuid(const struct sfs_snap *snap, const uint8_t uuid[16]);
+/* The link count of the lower file a copy's origin names (1 if gone). */
+uint32_t sfs_origin_nlink(const struct sfs_snap *snap, int dirfd, const char *name);
 /* The identity (st_dev, st_ino) a copy's origin record names: 1 when
  * dirfd/name has a record of a filesystem of the mount, else 0. */
 int sfs_origin_identity(const struct sfs_snap *snap, int dirfd, const char *name,
 			uint64_t *dev, uint64_t *ino);
 int sfs_node_getattr(struct sfs_node *n, struct stat *out);
 extern double sfs_timeout;
+
+/* ---- index.c: the hard-link index -------------------------------------- */
+void sfs_index_name(char buf[32], uint32_t fs_id, uint64_t ino);
+/* O_PATH fd of the index entry of a lower inode, or -ENOENT. */
+int sfs_index_open(const struct sfs_snap *s, uint64_t dev, uint64_t ino);
+/* Links a staged copy of a lower inode into the index. */
+int sfs_index_link(const struct sfs_snap *s, uint64_t dev, uint64_t ino,
+		   int workfd, const char *tmp);
+/* The link count to show for an indexed copy. */
+uint32_t sfs_index_nlink(uint32_t lower, uint32_t upper);
 
 /* ---- copy_data.c ------------------------------------------------------ */
 /* Copies a file's data (reflink, else data extents and preallocation). */
@@ -246,11 +263,15 @@ void sfs_log_set_foreground(int fg, int debug);
 /* ---- main.c: the mount's global state -------------------------------- */
 struct sfs_mount {
 	struct sfs_opts opts;
+	struct fuse_session *se;          /* for notifications to the kernel */
 	struct sfs_snap *snap;            /* current branch set, under snap_lock */
 	pthread_mutex_t snap_lock;        /* serialises snapshot swaps */
 };
 extern struct sfs_mount sfs_m;
 /* The current snapshot, referenced. */
 struct sfs_snap *sfs_snap_current(void);
+/* Tells the kernel the node's attributes changed behind its back (a
+ * directory got its upper copy: a new ctime). */
+void sfs_notify_attr(struct sfs_node *n);
 
 #endif

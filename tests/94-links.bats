@@ -1,0 +1,165 @@
+#!/usr/bin/env bats
+# Inode numbers a user can rely on: stable through copy-up, remount and
+# branch reordering; hard links of a lower file stay one inode through a
+# copy-up (the index), also after a remount; find -inum, tar and rsync -H
+# see one file.
+
+load helpers/common
+
+setup_file() {
+	sfs_setup_file 1
+}
+
+teardown_file() {
+	sfs_cleanup_file
+}
+
+setup() {
+	sfs_setup_branches lo2 other
+}
+
+teardown() {
+	sfs_cleanup
+}
+
+ino() {
+	stat -c %i "$@"
+}
+
+remount() {
+	"$SFS" umount "$MNT" || fail "umount failed"
+	sfs_mount "$1" "$MNT"
+}
+
+@test "st_ino stays the same through copy-up, remount and a branch reorder" {
+	echo a >"$LO/a"
+	mkdir "$LO2/d"
+	echo b >"$LO2/d/b"
+	ln -s a "$LO/sl"
+	sfs_mount "$UP:$LO:$LO2" "$MNT"
+	local before
+	before=$(ino "$MNT/a" "$MNT/d" "$MNT/d/b" "$MNT/sl")
+	echo more >>"$MNT/a"
+	echo more >>"$MNT/d/b"
+	touch -h "$MNT/sl"
+	[[ -f $UP/a && -f $UP/d/b && -L $UP/sl ]] || fail "nothing was copied up"
+	[[ $(ino "$MNT/a" "$MNT/d" "$MNT/d/b" "$MNT/sl") == "$before" ]] || fail "changed by copy-up"
+	remount "$UP:$LO:$LO2"
+	[[ $(ino "$MNT/a" "$MNT/d" "$MNT/d/b" "$MNT/sl") == "$before" ]] || fail "changed by a remount"
+	remount "$UP:$LO2:$LO"
+	[[ $(ino "$MNT/a" "$MNT/d" "$MNT/d/b" "$MNT/sl") == "$before" ]] || fail "changed by a reorder"
+}
+
+@test "st_ino of lower entries stays the same when another branch is added or removed" {
+	echo a >"$LO/a"
+	echo o >"$OTHER/o"
+	sfs_mount "$UP:$LO" "$MNT"
+	local before
+	before=$(ino "$MNT/a")
+	remount "$UP:$OTHER:$LO"
+	[[ $(ino "$MNT/a") == "$before" ]] || fail "changed when a branch was added"
+	remount "$UP:$LO"
+	[[ $(ino "$MNT/a") == "$before" ]] || fail "changed when a branch was removed"
+}
+
+@test "hard links of a lower file: one st_ino, the right link count" {
+	echo data >"$LO/h1"
+	ln "$LO/h1" "$LO/h2"
+	ln "$LO/h1" "$LO/h3"
+	sfs_mount "$UP:$LO" "$MNT"
+	run -0 stat -c '%i %h' "$MNT/h1" "$MNT/h2" "$MNT/h3"
+	[[ ${lines[0]} == "${lines[1]}" && ${lines[1]} == "${lines[2]}" ]] || fail "$output"
+	[[ ${lines[0]} == *" 3" ]] || fail "link count: $output"
+}
+
+@test "a write through one name of a hard-linked lower file shows through every name, same st_ino" {
+	echo old >"$LO/h1"
+	ln "$LO/h1" "$LO/h2"
+	ln "$LO/h1" "$LO/h3"
+	sfs_snapshot "$LO"
+	sfs_mount "$UP:$LO" "$MNT"
+	local ino0
+	ino0=$(ino "$MNT/h1")
+	echo new >>"$MNT/h2"
+	run -0 cat "$MNT/h1" "$MNT/h3"
+	assert_output $'old\nnew\nold\nnew'
+	[[ $(ino "$MNT/h1" "$MNT/h2" "$MNT/h3" | sort -u) == "$ino0" ]] || fail "st_ino differs: $(stat -c "%n %i %h" "$MNT"/h*) before $ino0"
+	sfs_assert_unchanged "$LO"
+	# one copy, kept in the index with the name written through
+	[[ -f $UP/h2 && ! -e $UP/h1 && ! -e $UP/h3 ]] || fail "$(ls -la "$UP")"
+	[[ $(find "$UP/.stackfs/index" -type f | wc -l) == 1 ]] || fail "index: $(ls -la "$UP/.stackfs/index")"
+}
+
+@test "the link survives a remount: every name still shows the written data" {
+	echo old >"$LO/h1"
+	ln "$LO/h1" "$LO/h2"
+	sfs_mount "$UP:$LO" "$MNT"
+	local ino0
+	ino0=$(ino "$MNT/h1")
+	echo new >>"$MNT/h1"
+	remount "$UP:$LO"
+	run -0 cat "$MNT/h2"
+	assert_output $'old\nnew'
+	[[ $(ino "$MNT/h2") == "$ino0" && $(ino "$MNT/h1") == "$ino0" ]] || fail "st_ino differs after remount"
+	# a write through the other name after the remount reaches both
+	echo more >>"$MNT/h2"
+	run -0 cat "$MNT/h1"
+	assert_output $'old\nnew\nmore'
+	run -0 stat -c %h "$MNT/h1"
+	((output >= 2)) || fail "link count $output"
+}
+
+@test "a new hard link of a lower file through the view is the same inode" {
+	echo x >"$LO/f"
+	sfs_mount "$UP:$LO" "$MNT"
+	ln "$MNT/f" "$MNT/g"
+	[[ $(ino "$MNT/f") == "$(ino "$MNT/g")" ]] || fail "different st_ino"
+	echo y >>"$MNT/g"
+	run -0 cat "$MNT/f"
+	assert_output $'x\ny'
+	run -0 stat -c %h "$MNT/f"
+	assert_output 2
+}
+
+@test "find -inum finds every name of a hard-linked file, before and after a copy-up" {
+	mkdir "$LO/d"
+	echo x >"$LO/h1"
+	ln "$LO/h1" "$LO/d/h2"
+	sfs_mount "$UP:$LO" "$MNT"
+	run -0 find "$MNT" -inum "$(ino "$MNT/h1")"
+	assert_equal "$(sort <<<"$output")" "$(printf '%s\n' "$MNT/d/h2" "$MNT/h1")"
+	echo y >>"$MNT/d/h2"
+	run -0 find "$MNT" -inum "$(ino "$MNT/h1")"
+	assert_equal "$(sort <<<"$output")" "$(printf '%s\n' "$MNT/d/h2" "$MNT/h1")"
+}
+
+@test "tar stores a hard-linked lower file once, as a link, after a copy-up too" {
+	mkdir "$LO/t"
+	echo x >"$LO/t/h1"
+	ln "$LO/t/h1" "$LO/t/h2"
+	sfs_mount "$UP:$LO" "$MNT"
+	echo y >>"$MNT/t/h1"
+	run -0 tar -C "$MNT" -cvvf "$BATS_TEST_TMPDIR/t.tar" t
+	run -0 tar -tvf "$BATS_TEST_TMPDIR/t.tar"
+	[[ $(grep -c ' link to ' <<<"$output") == 1 ]] || fail "no single hard link entry: $output"
+	mkdir "$BATS_TEST_TMPDIR/x"
+	tar -C "$BATS_TEST_TMPDIR/x" -xf "$BATS_TEST_TMPDIR/t.tar"
+	[[ $(stat -c %i "$BATS_TEST_TMPDIR/x/t/h1") == "$(stat -c %i "$BATS_TEST_TMPDIR/x/t/h2")" ]]
+	run -0 cat "$BATS_TEST_TMPDIR/x/t/h2"
+	assert_output $'x\ny'
+}
+
+@test "rsync -H copies a hard-linked lower file as one inode, after a copy-up too" {
+	sfs_require_cmd rsync
+	echo x >"$LO/h1"
+	ln "$LO/h1" "$LO/h2"
+	echo z >"$LO/single"
+	sfs_mount "$UP:$LO" "$MNT"
+	echo y >>"$MNT/h2"
+	rsync -aH "$MNT/" "$BATS_TEST_TMPDIR/r/"
+	[[ $(stat -c %i "$BATS_TEST_TMPDIR/r/h1") == "$(stat -c %i "$BATS_TEST_TMPDIR/r/h2")" ]] ||
+		fail "rsync -H made two files"
+	run -0 cat "$BATS_TEST_TMPDIR/r/h1"
+	assert_output $'x\ny'
+	[[ ! -e $BATS_TEST_TMPDIR/r/.stackfs ]]
+}

@@ -1,0 +1,127 @@
+/* The problem table of fsck: every kind of damage it reports, whether
+ * --repair fixes it, and how. A fix is offered only where the view of
+ * the union stays what it was (or the damage already made it wrong) and
+ * no data a user can see is lost. */
+#include <stddef.h>
+
+#include "whiteout/fsck.h"
+
+#define PR(c, d, fx, how) [SFS_PR_##c] = { SFS_PR_##c, #c, d, fx, how }
+
+static const struct sfs_problem_desc table[SFS_PR_COUNT] = {
+	/* header */
+	PR(HEADER_MISSING, "the metadata header is missing", 1,
+	   "write a new header (version 1, a new branch UUID)"),
+	PR(HEADER_NOT_FILE, "the metadata header is not a regular file", 0,
+	   "none: move it away by hand, then run fsck --repair"),
+	PR(HEADER_SHORT, "the metadata header is truncated", 1,
+	   "rewrite the header, keeping the fields that can be read (a new UUID if it is lost)"),
+	PR(HEADER_LONG, "the metadata header is longer than 64 bytes", 1,
+	   "rewrite the header as its first 64 bytes"),
+	PR(HEADER_MAGIC, "the metadata header has a bad magic number", 1,
+	   "write a new header (version 1, a new branch UUID)"),
+	PR(HEADER_CRC, "the metadata header's checksum does not match", 1,
+	   "rewrite the header with its fields and a new checksum (not when its version field is not 1)"),
+	PR(HEADER_VERSION, "the metadata header says format version 0", 0,
+	   "none: a header of version 0 was never written by stackfs"),
+	PR(HEADER_FLAGS, "the metadata header has unknown flags", 1,
+	   "clear the unknown flags"),
+	PR(HEADER_RESERVED, "the metadata header's reserved bytes are not zero", 1,
+	   "zero them"),
+	/* the directory */
+	PR(META_NOT_DIR, ".stackfs is not a directory", 0,
+	   "none: move it away by hand (the next mount makes a new one)"),
+	PR(META_MODE, "the metadata directory's mode is not 0700", 1,
+	   "set mode 0700"),
+	PR(META_TMP, "a temporary file of an interrupted update is left", 1,
+	   "remove it (the update it belonged to did not happen)"),
+	PR(META_UNKNOWN, "an unknown entry is in the metadata directory", 0,
+	   "none: not made by this version of stackfs; remove it by hand if it is not needed"),
+	/* registry */
+	PR(REG_MISSING, "the registry is missing", 1,
+	   "write an empty registry (ids are given again at the next mount)"),
+	PR(REG_NOT_FILE, "the registry is not a regular file", 0,
+	   "none: move it away by hand, then run fsck --repair"),
+	PR(REG_NEWER, "the registry has a newer version", 0,
+	   "none: use a newer stackfs"),
+	PR(REG_HEAD, "the registry's file header is corrupt", 1,
+	   "rewrite the registry with a new file header; the next ids follow the highest ids found"),
+	PR(REG_PARTIAL, "the registry ends with a partial record", 1,
+	   "rewrite the registry without it"),
+	PR(REG_CRC, "a registry record's checksum does not match", 1,
+	   "rewrite the registry without it (its id is not given again)"),
+	PR(REG_FIELD, "a registry record has a field out of range", 1,
+	   "rewrite the registry without it (its id is not given again)"),
+	PR(REG_DUP, "a registry record repeats the id or the filesystem/branch of an earlier one", 1,
+	   "rewrite the registry without it (the earlier record is the one in use)"),
+	/* inomap */
+	PR(INO_MISSING, "the inode map is missing", 1,
+	   "write an empty inode map"),
+	PR(INO_NOT_FILE, "the inode map is not a regular file", 0,
+	   "none: move it away by hand, then run fsck --repair"),
+	PR(INO_NEWER, "the inode map has a newer version", 0,
+	   "none: use a newer stackfs"),
+	PR(INO_HEAD, "the inode map's file header is corrupt", 1,
+	   "rewrite the file header (records keep their places and numbers)"),
+	PR(INO_PARTIAL, "the inode map ends with a partial record (an interrupted append)", 1,
+	   "cut it off (its number was never handed out)"),
+	PR(INO_CRC, "an inode map record's checksum does not match", 1,
+	   "retire the record in place: its number is never given again"),
+	PR(INO_FIELD, "an inode map record has a field out of range", 1,
+	   "retire the record in place: its number is never given again"),
+	PR(INO_DUP, "an inode map record repeats the inode of an earlier one", 1,
+	   "retire it (the earlier record is the one in use)"),
+	/* other files */
+	PR(LOWERS_BAD, "the list of branches of the last mount (lowers) cannot be read", 1,
+	   "remove it (the next mount writes it again)"),
+	PR(LOCK_BAD, "the lock file is not a regular file", 0,
+	   "none: move it away by hand"),
+	PR(WORK_NOT_DIR, "the staging directory work/ is not a directory", 0,
+	   "none: move it away by hand"),
+	PR(WORK_LEFTOVER, "an interrupted copy-up or whiteout left a staged entry", 1,
+	   "remove it (it was never visible in the union)"),
+	PR(INDEX_NOT_DIR, "the hard-link index index/ is not a directory", 0,
+	   "none: move it away by hand"),
+	PR(INDEX_NAME, "an index entry is not a hard link named FSID-INODE", 0,
+	   "none: not made by stackfs; remove it by hand"),
+	PR(INDEX_ORPHAN, "an index entry has no other link", 1,
+	   "remove it (no name in the branch uses it)"),
+	/* the tree */
+	PR(ORIGIN_CORRUPT, "an origin record cannot be parsed", 1,
+	   "remove the record (the entry keeps its data; its inode number may change)"),
+	PR(ORIGIN_DANGLING, "an origin record points to a lower inode that no longer exists", 1,
+	   "remove the record (its inode number could be reused by a new lower file)"),
+	PR(WH_NOTHING, "a whiteout hides nothing in the lower branches", 1,
+	   "remove it (the view does not change)"),
+	PR(WH_BESIDE, "a whiteout is beside the entry it would hide (an interrupted removal)", 1,
+	   "remove the whiteout (the entry is what the union shows)"),
+	PR(WH_EMPTY_DIR, "a .wh. name is an empty directory, not an empty file", 1,
+	   "replace it with an empty file (it hides the same name)"),
+	PR(WH_BAD_TYPE, "a .wh. name is not an empty regular file", 0,
+	   "none: it holds data; the union treats it as a whiteout, so check it by hand"),
+	PR(WH_RESERVED, "a .wh..wh. name other than .wh..wh..opq (an aufs internal name)", 0,
+	   "none: not made by stackfs; remove it by hand"),
+	PR(OPQ_VALUE, "an opaque xattr has a value other than \"y\"", 1,
+	   "remove the xattr (the union does not treat the directory as opaque either way)"),
+	PR(OPQ_NOT_DIR, "an opaque xattr is on a non-directory", 1,
+	   "remove the xattr (it means nothing there)"),
+	PR(OPQ_MARKER_TYPE, "an opaque marker .wh..wh..opq is not a regular file", 1,
+	   "replace it with an empty file (the directory stays opaque)"),
+	PR(OPQ_MARKER_DATA, "an opaque marker .wh..wh..opq is not empty", 0,
+	   "none: it holds data; the directory is treated as opaque, so check it by hand"),
+	PR(REDIRECT_BAD, "a redirect record is not a valid path", 0,
+	   "none: removing it would change what the directory shows"),
+	PR(NESTED_META, "a stackfs metadata directory is below the branch root (a nested branch?)", 0,
+	   "none: it is visible in the union; remove it by hand if it is not a branch"),
+};
+
+const struct sfs_problem_desc *sfs_problem_desc(enum sfs_problem_code code)
+{
+	static const struct sfs_problem_desc unknown = {
+		SFS_PR_COUNT, "UNKNOWN", "unknown problem", 0, "none"
+	};
+
+	if ((unsigned)code >= SFS_PR_COUNT || !table[code].name)
+		return &unknown;
+	return &table[code];
+}
