@@ -3,6 +3,9 @@
 #ifndef SFS_CLI_H
 #define SFS_CLI_H
 
+#include <stddef.h>
+#include <stdio.h>
+
 /* Exit codes scripts can rely on. */
 #define SFS_EXIT_OK    0 /* success */
 #define SFS_EXIT_FAIL  1 /* the operation failed */
@@ -20,6 +23,18 @@ struct sfs_cmd {
 extern const struct sfs_cmd sfs_cmd_mount;
 extern const struct sfs_cmd sfs_cmd_umount;
 extern const struct sfs_cmd sfs_cmd_fsck;
+extern const struct sfs_cmd sfs_cmd_branch;
+extern const struct sfs_cmd sfs_cmd_status;
+
+/* output.c */
+void sfs_json_str(FILE *f, const char *s);
+void sfs_human_size(unsigned long long v, char *buf, size_t len);
+
+/* Sends a request to the daemon serving mount point mp (control channel,
+ * stackfs/control.h): 0 with the reply's body (malloc'd), or -errno with
+ * a message naming the mount point and the daemon's reason. */
+int sfs_ctl_call(const char *mp, const char *const *words, char **body,
+		 char *err, size_t errlen);
 
 /* Prints the usage and help of cmd to stdout. */
 void sfs_cli_cmd_help(const struct sfs_cmd *cmd);

@@ -10,6 +10,8 @@ static const struct sfs_cmd *const commands[] = {
 	&sfs_cmd_mount,
 	&sfs_cmd_umount,
 	&sfs_cmd_fsck,
+	&sfs_cmd_branch,
+	&sfs_cmd_status,
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

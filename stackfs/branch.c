@@ -41,14 +41,31 @@ static int path_contains(const char *outer, const char *inner)
 	       (inner[len] == '/' || inner[len] == '\0');
 }
 
+static struct sfs_branch_shared *shared_new(void)
+{
+	struct sfs_branch_shared *sh = calloc(1, sizeof(*sh));
+
+	if (sh)
+		atomic_init(&sh->refs, 1);
+	return sh;
+}
+
+static void shared_put(struct sfs_branch_shared *sh)
+{
+	if (!sh || atomic_fetch_sub(&sh->refs, 1) != 1)
+		return;
+	if (sh->meta) {
+		sfs_meta_close(sh->meta);
+		free(sh->meta);
+	}
+	free(sh);
+}
+
 void sfs_branch_put(struct sfs_branch *b)
 {
 	if (!b || atomic_fetch_sub(&b->refs, 1) != 1)
 		return;
-	if (b->meta) {
-		sfs_meta_close(b->meta);
-		free(b->meta);
-	}
+	shared_put(b->shared);
 	if (b->root_fd >= 0)
 		close(b->root_fd);
 	free(b->path);
@@ -86,6 +103,11 @@ static int branch_open(const struct sfs_branch_spec *spec, unsigned idx,
 	atomic_init(&b->refs, 1);
 	b->mode = spec->mode;
 	b->root_fd = b->work_fd = -1;
+	b->shared = shared_new();
+	if (!b->shared) {
+		ret = -ENOMEM;
+		goto out_put;
+	}
 
 	b->path = realpath(spec->path, NULL);
 	if (!b->path) {
@@ -308,17 +330,18 @@ static int meta_open(struct sfs_branch *b, unsigned idx, int style, bool upgrade
 	char why[256];
 	int ret;
 
-	b->meta = calloc(1, sizeof(*b->meta));
-	if (!b->meta)
+	struct sfs_meta *m = calloc(1, sizeof(*m));
+
+	if (!m)
 		return -ENOMEM;
-	ret = sfs_meta_open(b->root_fd, style, upgrade, b->meta, why, sizeof(why));
+	ret = sfs_meta_open(b->root_fd, style, upgrade, m, why, sizeof(why));
 	if (ret < 0) {
 		berr(err, errlen, "branch %u (\"%s\"): %s", idx, b->path, why);
-		free(b->meta);
-		b->meta = NULL;
+		free(m);
 		return ret;
 	}
-	b->work_fd = b->meta->work_fd;
+	b->shared->meta = b->meta = m;
+	b->work_fd = m->work_fd;
 	return 0;
 }
 
@@ -353,13 +376,149 @@ int sfs_snap_prepare_meta(struct sfs_snap *s, int whiteout_style, bool upgrade,
 		ids_by_order(s);
 		return 0;
 	}
+	s->reg = s->b[s->top_rw]->meta;
 	for (unsigned i = 0; ret == 0 && i < s->n; i++) {
-		ret = branch_ids(s->b[i], s->b[s->top_rw]->meta);
+		ret = branch_ids(s->b[i], s->reg);
 		if (ret < 0)
 			berr(err, errlen, "branch %u (\"%s\"): registering its id: %s",
 			     i + 1, s->b[i]->path, strerror(-ret));
 	}
 	if (ret == 0)
 		write_lowers(s);
+	return ret;
+}
+
+/* The entry of a kept branch in a new snapshot: the same object, or a
+ * copy with another mode (the old snapshot keeps its own). */
+static struct sfs_branch *branch_keep(struct sfs_branch *o, enum sfs_branch_mode mode)
+{
+	struct sfs_branch *b;
+
+	if (o->mode == mode) {
+		atomic_fetch_add(&o->refs, 1);
+		return o;
+	}
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return NULL;
+	*b = *o;
+	atomic_init(&b->refs, 1);
+	b->mode = mode;
+	b->path = strdup(o->path);
+	b->root_fd = fcntl(o->root_fd, F_DUPFD_CLOEXEC, 0);
+	atomic_fetch_add(&b->shared->refs, 1);
+	if (!b->path || b->root_fd < 0) {
+		sfs_branch_put(b);
+		return NULL;
+	}
+	return b;
+}
+
+/* Fills s->b with old's branches and the change applied. */
+static int change_fill(struct sfs_snap *s, const struct sfs_snap *old,
+		       const struct sfs_change *c, char *err, size_t errlen)
+{
+	struct sfs_branch_spec spec = { (char *)c->path, c->mode };
+	unsigned j = 0;
+	int ret = 0;
+
+	for (unsigned i = 0; ret == 0 && i <= old->n; i++) {
+		if (c->op == SFS_CHANGE_ADD && i == c->index)
+			ret = branch_open(&spec, i + 1, &s->b[j++], err, errlen);
+		if (ret || i == old->n)
+			break;
+		if (c->op == SFS_CHANGE_REMOVE && i == c->index)
+			continue;
+		s->b[j] = branch_keep(old->b[i], c->op == SFS_CHANGE_MODE && i == c->index ?
+						   c->mode : old->b[i]->mode);
+		ret = s->b[j++] ? 0 : -ENOMEM;
+	}
+	s->n = j;
+	return ret;
+}
+
+/* What a branch entering rw needs: a writable filesystem, a metadata dir
+ * this stackfs can use, opened. */
+static int change_rw_ready(struct sfs_branch *b, unsigned idx, int style,
+			   char *err, size_t errlen)
+{
+	struct sfs_branch_spec spec = { b->path, b->mode };
+	struct statvfs vfs;
+	int ret;
+
+	if (b->mode != SFS_BRANCH_RW)
+		return 0;
+	if (b->shared->meta) {
+		b->meta = b->shared->meta;
+		b->work_fd = b->meta->work_fd;
+		return 0;
+	}
+	if (fstatvfs(b->root_fd, &vfs) == 0 && (vfs.f_flag & ST_RDONLY)) {
+		berr(err, errlen, "branch %u (\"%s\"): rw branch on a read-only filesystem (use =ro)",
+		     idx, b->path);
+		return -EROFS;
+	}
+	ret = meta_check(b, idx, &spec, err, errlen);
+	return ret ? ret : meta_open(b, idx, style, false, err, errlen);
+}
+
+/* The registry stays the one of the snapshot before while its branch is
+ * kept (ids, and so inode numbers, do not move); else the new highest
+ * rw branch's, and every id is taken again. */
+static int change_ids(struct sfs_snap *s, const struct sfs_snap *old)
+{
+	bool kept = false;
+	int ret = 0;
+
+	for (unsigned i = 0; i < s->n; i++)
+		kept |= old->reg && s->b[i]->meta == old->reg;
+	s->reg = kept ? old->reg : s->top_rw >= 0 ? s->b[s->top_rw]->meta : NULL;
+	if (!s->reg) {
+		ids_by_order(s);
+		return 0;
+	}
+	for (unsigned i = 0; ret == 0 && i < s->n; i++)
+		if (!kept || !s->b[i]->id)
+			ret = branch_ids(s->b[i], s->reg);
+	return ret;
+}
+
+int sfs_snap_change(const struct sfs_snap *old, const struct sfs_change *c,
+		    const char *mountpoint, int whiteout_style,
+		    struct sfs_snap **out, char *err, size_t errlen)
+{
+	unsigned n = old->n + (c->op == SFS_CHANGE_ADD) - (c->op == SFS_CHANGE_REMOVE);
+	struct sfs_branch_spec *specs = calloc(n + 1, sizeof(*specs));
+	struct sfs_snap *s = calloc(1, sizeof(*s) + (n + 1) * sizeof(s->b[0]));
+	int ret = s && specs ? change_fill(s, old, c, err, errlen) : -ENOMEM;
+
+	if (s) {
+		atomic_init(&s->refs, 1);
+		s->gen = old->gen + 1;
+		s->top_rw = -1;
+	}
+	for (unsigned i = 0; ret == 0 && i < s->n; i++) {
+		specs[i].path = s->b[i]->path;
+		ret = branch_check_set(s, i, specs, mountpoint, NULL, err, errlen);
+		if (ret == 0)
+			ret = change_rw_ready(s->b[i], i + 1, whiteout_style, err, errlen);
+		if (s->top_rw < 0 && s->b[i]->mode == SFS_BRANCH_RW)
+			s->top_rw = (int)i;
+	}
+	if (ret == 0 && s->n == 0) {
+		berr(err, errlen, "no branch would be left");
+		ret = -EINVAL;
+	}
+	if (ret == 0 && (ret = change_ids(s, old)) < 0)
+		berr(err, errlen, "registering branch ids: %s", strerror(-ret));
+	if (ret == 0) {
+		write_lowers(s);
+		*out = s;
+		s = NULL;
+	}
+	if (ret == -ENOMEM)
+		berr(err, errlen, "%s", strerror(ENOMEM));
+	sfs_snap_put(s);
+	free(specs);
 	return ret;
 }

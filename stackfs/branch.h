@@ -11,6 +11,15 @@
 
 struct sfs_meta;
 
+/* What the entries of one branch directory in successive snapshots
+ * share: its metadata dir (opened once: it holds the lock) and the count
+ * of files open on it. */
+struct sfs_branch_shared {
+	atomic_uint refs;
+	atomic_uint open_files;   /* files of the view open on it */
+	struct sfs_meta *meta;    /* rw branches, once opened, else NULL */
+};
+
 enum sfs_branch_mode { SFS_BRANCH_RO = 0, SFS_BRANCH_RW = 1 };
 
 /* One element of a parsed "DIR[=MODE]:DIR[=MODE]..." spec. */
@@ -35,6 +44,7 @@ struct sfs_branch {
 	enum sfs_branch_mode mode;
 	int root_fd;              /* O_PATH|O_DIRECTORY of the branch root */
 	struct sfs_meta *meta;    /* its metadata dir (rw branches), or NULL */
+	struct sfs_branch_shared *shared;
 	int work_fd;              /* meta's staging dir (owned by meta), or -1 */
 	dev_t dev;                /* st_dev of the root */
 	ino_t ino;                /* st_ino of the root */
@@ -50,8 +60,27 @@ struct sfs_snap {
 	unsigned gen;             /* bumped on every branch change */
 	unsigned n;
 	int top_rw;               /* index of the highest rw branch, -1 if none */
+	struct sfs_meta *reg;     /* the registry of ids (of a rw branch kept
+				   * across changes), or NULL */
 	struct sfs_branch *b[];
 };
+
+/* A change of the branch set of a live mount. */
+enum sfs_change_op { SFS_CHANGE_ADD, SFS_CHANGE_REMOVE, SFS_CHANGE_MODE };
+struct sfs_change {
+	enum sfs_change_op op;
+	const char *path;         /* ADD: the new branch */
+	unsigned index;           /* ADD: its position; else the branch's */
+	enum sfs_branch_mode mode;/* ADD, MODE */
+};
+
+/* A new snapshot: old with the change applied, checked as at mount time
+ * (missing, duplicated, nested, the mount point, a read-only filesystem
+ * under rw, a metadata dir that cannot be used), metadata dirs of new rw
+ * branches opened, ids from the registry. Nothing changes on failure. */
+int sfs_snap_change(const struct sfs_snap *old, const struct sfs_change *c,
+		    const char *mountpoint, int whiteout_style,
+		    struct sfs_snap **out, char *err, size_t errlen);
 
 /* Opens and validates every branch (exists, is a directory, readable,
  * not duplicated, not nested in another, not under or over mountpoint,

@@ -260,8 +260,7 @@ static int make_copy(const struct sfs_stack *st, const struct sfs_layer *sl,
 
 	if (ret < 0)
 		return ret;
-	if (!S_ISDIR(src->st_mode))
-		ret = set_origin(st, sl->fd, name, workfd, tmp);
+	ret = set_origin(st, sl->fd, name, workfd, tmp);
 	if (ret == 0 && S_ISREG(src->st_mode) && src->st_nlink > 1)
 		ret = sfs_index_link(st->snap, src->st_dev, src->st_ino, workfd, tmp);
 	if (ret == 0)
@@ -323,6 +322,9 @@ static int copy_into(struct sfs_node *n, const struct sfs_stack *st,
 	}
 	if (ret < 0)
 		return ret;
+	sfs_count(copyups, 1);
+	if (placed && S_ISREG(src.st_mode) && !nodata)
+		sfs_count(copyup_bytes, (uint64_t)src.st_size);
 	fd = sfs_path_fd(dl->fd, name);
 	if (fd < 0)
 		return fd;

@@ -19,7 +19,7 @@ void sfs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (ret == -ENOENT) /* a negative entry the kernel may cache */
 		fuse_reply_entry(req, &e);
 	else if (ret < 0)
-		fuse_reply_err(req, -ret);
+		sfs_reply_err(req, -ret);
 	else if (fuse_reply_entry(req, &e) == -ENOENT)
 		sfs_node_forget(sfs_node_of(e.ino), 1);
 }
@@ -145,7 +145,7 @@ int sfs_entry_new(struct sfs_node *parent, const struct sfs_place *p,
 static void reply_entry(fuse_req_t req, int ret, struct fuse_entry_param *e)
 {
 	if (ret < 0)
-		fuse_reply_err(req, -ret);
+		sfs_reply_err(req, -ret);
 	else if (fuse_reply_entry(req, e) == -ENOENT)
 		sfs_node_forget(sfs_node_of(e->ino), 1);
 }
@@ -277,6 +277,8 @@ static int remove_entry(struct sfs_node *parent, const struct sfs_stack *pst,
 		if (ret < 0)
 			return ret;
 		ret = sfs_wh_create(p.pl->fd, name, p.br->work_fd, sfs_m.opts.whiteout);
+		if (ret == 0)
+			sfs_count(whiteouts, 1);
 		/* an overlay-style whiteout took the entry's place already */
 		replaced = p.pl->bidx == k && sfs_m.opts.whiteout == SFS_WH_OVERLAY;
 		sfs_stack_put(p.pst);
@@ -316,10 +318,10 @@ static int do_remove(struct sfs_node *parent, const char *name, bool dir)
 
 void sfs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	fuse_reply_err(req, -do_remove(sfs_node_of(parent), name, false));
+	sfs_reply_err(req, -do_remove(sfs_node_of(parent), name, false));
 }
 
 void sfs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	fuse_reply_err(req, -do_remove(sfs_node_of(parent), name, true));
+	sfs_reply_err(req, -do_remove(sfs_node_of(parent), name, true));
 }

@@ -13,13 +13,31 @@ static struct sfs_file *file_of(struct fuse_file_info *fi)
 	return (struct sfs_file *)(uintptr_t)fi->fh;
 }
 
+/* Open files are counted per branch: a branch with open files is not
+ * removed from a live mount without --force. */
+static void file_set_branch(struct sfs_file *f, struct sfs_branch *br)
+{
+	if (br) {
+		atomic_fetch_add(&br->refs, 1);
+		atomic_fetch_add(&br->shared->open_files, 1);
+	}
+	if (f->br) {
+		atomic_fetch_sub(&f->br->shared->open_files, 1);
+		sfs_branch_put(f->br);
+	}
+	f->br = br;
+}
+
 static int file_new(struct sfs_node *n, unsigned gen, int fd,
-		    struct fuse_file_info *fi)
+		    struct sfs_branch *br, struct fuse_file_info *fi)
 {
 	struct sfs_file *f = malloc(sizeof(*f));
 
 	if (!f)
 		return -ENOMEM;
+	f->br = NULL;
+	file_set_branch(f, br);
+	sfs_count(open_files, 1);
 	f->fd = fd;
 	f->flags = fi->flags & ~(O_CREAT | O_EXCL | O_TRUNC);
 	f->cu_gen = gen;
@@ -39,6 +57,8 @@ static int file_new(struct sfs_node *n, unsigned gen, int fd,
 
 static void file_free(struct sfs_file *f)
 {
+	file_set_branch(f, NULL);
+	atomic_fetch_sub(&sfs_stats.open_files, 1);
 	close(f->fd);
 	if (f->stale_fd >= 0)
 		close(f->stale_fd);
@@ -64,6 +84,8 @@ int sfs_file_fd(struct sfs_file *f)
 	if (gen != f->cu_gen) {
 		st = sfs_node_stack(f->node);
 		fd = sfs_reopen(st->l[0].fd, f->flags);
+		if (fd >= 0)
+			file_set_branch(f, st->snap->b[st->l[0].bidx]);
 		sfs_stack_put(st);
 		if (fd >= 0) {
 			if (f->stale_fd >= 0)
@@ -98,11 +120,9 @@ static int do_open(struct sfs_node *n, struct fuse_file_info *fi)
 	if (wants_write(fi->flags))
 		gen = atomic_load(&n->cu_gen);
 	fd = sfs_reopen(st->l[0].fd, fi->flags);
+	ret = fd < 0 ? fd : file_new(n, gen, fd, st->snap->b[st->l[0].bidx], fi);
 	sfs_stack_put(st);
-	if (fd < 0)
-		return fd;
-	ret = file_new(n, gen, fd, fi);
-	if (ret < 0)
+	if (ret < 0 && fd >= 0)
 		close(fd);
 	return ret;
 }
@@ -112,7 +132,7 @@ void sfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int ret = do_open(sfs_node_of(ino), fi);
 
 	if (ret < 0)
-		fuse_reply_err(req, -ret);
+		sfs_reply_err(req, -ret);
 	else if (fuse_reply_open(req, fi) == -ENOENT)
 		file_free(file_of(fi));
 }
@@ -133,7 +153,7 @@ static int do_create(fuse_req_t req, struct sfs_node *parent, const char *name,
 	if (ret == 0)
 		ret = sfs_entry_new(parent, &p, name, e);
 	if (ret == 0)
-		ret = file_new(sfs_node_of(e->ino), atomic_load(&sfs_node_of(e->ino)->cu_gen), fd, fi);
+		ret = file_new(sfs_node_of(e->ino), atomic_load(&sfs_node_of(e->ino)->cu_gen), fd, p.br, fi);
 	if (ret < 0 && fd >= 0)
 		close(fd);
 	sfs_stack_put(p.pst);
@@ -147,7 +167,7 @@ void sfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	int ret = do_create(req, sfs_node_of(parent), name, mode, fi, &e);
 
 	if (ret < 0) {
-		fuse_reply_err(req, -ret);
+		sfs_reply_err(req, -ret);
 	} else if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 		file_free(file_of(fi));
 		sfs_node_forget(sfs_node_of(e.ino), 1);
@@ -176,7 +196,7 @@ void sfs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 	out.buf[0].pos = off;
 	n = fuse_buf_copy(&out, in, 0);
 	if (n < 0)
-		fuse_reply_err(req, (int)-n);
+		sfs_reply_err(req, (int)-n);
 	else
 		fuse_reply_write(req, (size_t)n);
 }
@@ -185,13 +205,13 @@ void sfs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
  * is closed at release. */
 void sfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	fuse_reply_err(req, 0);
+	sfs_reply_err(req, 0);
 }
 
 void sfs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	file_free(file_of(fi));
-	fuse_reply_err(req, 0);
+	sfs_reply_err(req, 0);
 }
 
 void sfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
@@ -200,7 +220,7 @@ void sfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 	int fd = sfs_file_fd(file_of(fi));
 	int r = datasync ? fdatasync(fd) : fsync(fd);
 
-	fuse_reply_err(req, r < 0 ? errno : 0);
+	sfs_reply_err(req, r < 0 ? errno : 0);
 }
 
 void sfs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
@@ -208,7 +228,7 @@ void sfs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 {
 	int r = fallocate(sfs_file_fd(file_of(fi)), mode, offset, length);
 
-	fuse_reply_err(req, r < 0 ? errno : 0);
+	sfs_reply_err(req, r < 0 ? errno : 0);
 }
 
 void sfs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
@@ -217,7 +237,7 @@ void sfs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 	off_t r = lseek(sfs_file_fd(file_of(fi)), off, whence);
 
 	if (r < 0)
-		fuse_reply_err(req, errno);
+		sfs_reply_err(req, errno);
 	else
 		fuse_reply_lseek(req, r);
 }
@@ -232,7 +252,7 @@ void sfs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 				    (unsigned)flags);
 
 	if (n < 0)
-		fuse_reply_err(req, errno);
+		sfs_reply_err(req, errno);
 	else
 		fuse_reply_write(req, (size_t)n);
 }

@@ -122,7 +122,7 @@ void sfs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int ret = sfs_node_getattr(sfs_node_of(ino), &st);
 
 	if (ret < 0)
-		fuse_reply_err(req, -ret);
+		sfs_reply_err(req, -ret);
 	else
 		fuse_reply_attr(req, &st, sfs_timeout);
 }
@@ -217,7 +217,7 @@ void sfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	if (ret == 0)
 		ret = sfs_node_getattr(n, &out);
 	if (ret < 0)
-		fuse_reply_err(req, -ret);
+		sfs_reply_err(req, -ret);
 	else
 		fuse_reply_attr(req, &out, sfs_timeout);
 }
@@ -231,9 +231,9 @@ void sfs_op_readlink(fuse_req_t req, fuse_ino_t ino)
 
 	sfs_stack_put(st);
 	if (len < 0)
-		fuse_reply_err(req, err);
+		sfs_reply_err(req, err);
 	else if (len == sizeof(buf))
-		fuse_reply_err(req, ENAMETOOLONG);
+		sfs_reply_err(req, ENAMETOOLONG);
 	else {
 		buf[len] = '\0';
 		fuse_reply_readlink(req, buf);
@@ -251,7 +251,7 @@ void sfs_op_statfs(fuse_req_t req, fuse_ino_t ino)
 
 	sfs_snap_put(s);
 	if (ret < 0)
-		fuse_reply_err(req, err);
+		sfs_reply_err(req, err);
 	else
 		fuse_reply_statfs(req, &sv);
 }

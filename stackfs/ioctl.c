@@ -67,12 +67,12 @@ void sfs_op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
 	int ret;
 
 	if (flags & FUSE_IOCTL_COMPAT) {
-		fuse_reply_err(req, ENOSYS);
+		sfs_reply_err(req, ENOSYS);
 		return;
 	}
 	ret = do_ioctl(sfs_node_of(ino), cmd, in_buf, in_bufsz, &out);
 	if (ret < 0)
-		fuse_reply_err(req, -ret);
+		sfs_reply_err(req, -ret);
 	else if (is_set(cmd))
 		fuse_reply_ioctl(req, 0, NULL, 0);
 	else

@@ -28,6 +28,7 @@ struct resolve {
 	const struct sfs_snap *snap;
 	uint32_t nlink;           /* the link count to show, or 0 */
 	bool indexed;
+	bool dir_origin;          /* the top directory is a copy-up */
 };
 
 static void resolve_drop(struct resolve *r)
@@ -46,6 +47,8 @@ static int resolve_marks(struct resolve *r, int fd)
 
 	if (ret < 0)
 		return ret;
+	if (r->n == 1)
+		r->dir_origin = m.has_origin;
 	if (m.opaque) {
 		sfs_dirmark_free(&m);
 		return 0;
@@ -78,8 +81,7 @@ static int resolve_layer(struct resolve *r, const struct sfs_layer *dl,
 		return ret < 0 ? ret : 0;
 	}
 	if (r->n == 0)
-		r->top = st;
-	r->id = st;
+		r->top = r->id = st;
 	r->found[r->n].fd = fd;
 	r->found[r->n].bidx = dl->bidx;
 	r->n++;
@@ -107,16 +109,17 @@ static void resolve_linked_copy(struct resolve *r, const struct sfs_snap *s,
 	close(fd);
 }
 
-/* A copied-up non-directory keeps the identity of its origin. Only an
- * entry of a rw branch with branches below it can be a copy, but its
- * parent may have no lower layers (a copy moved to a new directory). */
+/* A copied-up entry keeps the identity of its origin. Only an entry of a
+ * rw branch with branches below it can be a copy, but its parent may have
+ * no lower layers (a copy moved to a new directory); a directory's own
+ * marks say whether it is one. */
 static int resolve_origin(struct resolve *r, const struct sfs_stack *dst,
 			  const char *name)
 {
 	const struct sfs_layer *pl;
 	uint64_t dev, ino;
 
-	if (r->n != 1 || S_ISDIR(r->top.st_mode) ||
+	if ((S_ISDIR(r->top.st_mode) ? !r->dir_origin : r->n != 1) ||
 	    r->found[0].bidx + 1 >= dst->snap->n ||
 	    dst->snap->b[r->found[0].bidx]->mode != SFS_BRANCH_RW)
 		return 0;
@@ -272,6 +275,7 @@ int sfs_lookup_entry(struct sfs_node *parent, const char *name,
 	memset(e, 0, sizeof(*e));
 	e->attr_timeout = sfs_timeout;
 	e->entry_timeout = sfs_timeout;
+	sfs_count(lookups, 1);
 	if (strlen(name) > 255)
 		return -ENAMETOOLONG;
 	if (sfs_name_reserved(parent, name))

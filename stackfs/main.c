@@ -32,30 +32,41 @@ void sfs_notify_attr(struct sfs_node *n)
 }
 
 /* The root's stack: every branch root, down to the first opaque one. */
-static int root_init(struct sfs_snap *s)
+int sfs_root_stack(struct sfs_snap *s, struct sfs_stack **out, struct stat *id)
 {
 	struct sfs_stack *st = sfs_stack_new(s, s->n);
-	struct stat top, id;
+	struct stat top;
 	unsigned n = 0;
 	int ret = st ? 0 : -ENOMEM;
 
 	for (unsigned i = 0; ret == 0 && i < s->n; i++) {
 		st->l[n].fd = fcntl(s->b[i]->root_fd, F_DUPFD_CLOEXEC, 0);
 		st->l[n].bidx = i;
-		ret = st->l[n].fd < 0 ? -errno : sfs_fstat(st->l[n].fd, n ? &id : &top);
+		ret = st->l[n].fd < 0 ? -errno : sfs_fstat(st->l[n].fd, n ? id : &top);
 		if (ret < 0)
 			break;
 		if (n++ == 0)
-			id = top;
+			*id = top;
 		if (i + 1 < s->n && sfs_wh_is_opaque(st->l[n - 1].fd) == 1)
 			break;
 	}
-	if (ret == 0) {
-		st->n = n;
-		ret = sfs_node_root_init(st, &id);
-	}
 	if (ret < 0 && st)
 		sfs_stack_put(st);
+	if (ret == 0) {
+		st->n = n;
+		*out = st;
+	}
+	return ret;
+}
+
+static int root_init(struct sfs_snap *s)
+{
+	struct sfs_stack *st;
+	struct stat id;
+	int ret = sfs_root_stack(s, &st, &id);
+
+	if (ret == 0)
+		ret = sfs_node_root_init(st, &id);
 	return ret;
 }
 
@@ -148,6 +159,8 @@ static int serve(struct fuse_session *se, const struct sfs_opts *o)
 	sfs_log_set_foreground(o->foreground, o->debug);
 	if (sfs_runtime_publish(o->mountpoint, getpid()) < 0)
 		sfs_log(SFS_LOG_WARN, "cannot publish pid under %s", sfs_runtime_base());
+	else if (sfs_control_start() < 0)
+		sfs_log(SFS_LOG_WARN, "cannot start the control channel");
 	if (notify >= 0) {
 		detach_stdio();
 		if (write(notify, "", 1) != 1)
@@ -157,6 +170,7 @@ static int serve(struct fuse_session *se, const struct sfs_opts *o)
 	fuse_loop_cfg_set_clone_fd(cfg, 0);
 	ret = fuse_session_loop_mt(se, cfg);
 	fuse_loop_cfg_destroy(cfg);
+	sfs_control_stop();
 	sfs_runtime_unpublish();
 	return ret == 0 ? 0 : 1;
 }

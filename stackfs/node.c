@@ -393,3 +393,44 @@ struct sfs_node *sfs_node_find(const struct stat *idst)
 	pthread_mutex_unlock(&s->lock);
 	return n;
 }
+
+/* Every cached node's name in its parent, for telling the kernel to drop
+ * what it cached after a branch change. Copies, made under the locks and
+ * used after them. */
+int sfs_nodes_names(struct sfs_node_name **out, size_t *count)
+{
+	struct sfs_node_name *v = NULL;
+	size_t n = 0, cap = 0;
+	int ret = 0;
+
+	for (int i = 0; ret == 0 && i < SHARDS; i++) {
+		pthread_mutex_lock(&shards[i].lock);
+		for (size_t b = 0; ret == 0 && b < shards[i].nbuckets; b++) {
+			for (struct sfs_node *nd = shards[i].buckets[b]; nd && ret == 0; nd = nd->hnext) {
+				if (n == cap) {
+					size_t nc = cap ? cap * 2 : 256;
+					struct sfs_node_name *nv = realloc(v, nc * sizeof(*v));
+
+					if (!nv) {
+						ret = -ENOMEM;
+						break;
+					}
+					v = nv;
+					cap = nc;
+				}
+				pthread_mutex_lock(&nd->lock);
+				v[n].parent = nd->parent ? sfs_node_id(nd->parent) : 0;
+				v[n].name = nd->name ? strdup(nd->name) : NULL;
+				pthread_mutex_unlock(&nd->lock);
+				if (v[n].parent && v[n].name)
+					n++;
+				else
+					free(v[n].name);
+			}
+		}
+		pthread_mutex_unlock(&shards[i].lock);
+	}
+	*out = v;
+	*count = n;
+	return ret;
+}

@@ -74,24 +74,14 @@ static int is_chr_whiteout(int dirfd, const char *name, unsigned char type)
 	return sfs_wh_is_chr_whiteout(&st);
 }
 
-/* A same-named directory below one already listed: the view shows the
- * lowest one's inode number (the identity of a merged directory). */
-static void merge_dup(struct merge *m, size_t idx, unsigned char type,
-		      uint64_t ino)
-{
-	if (type == DT_DIR && m->out->e[idx].type == DT_DIR)
-		m->out->e[idx].ino = ino;
-}
-
 /* The inode number the view shows for an entry of a rw branch with
- * branches below: a copied-up non-directory shows its origin's, as stat
- * does. */
+ * branches below: a copy-up shows its origin's, as stat does. */
 static uint64_t entry_ino(const struct merge *m, int dirfd, unsigned bidx,
-			  const char *name, ino_t real_ino, unsigned char type)
+			  const char *name, ino_t real_ino)
 {
 	uint64_t dev = m->snap->b[bidx]->dev, odev, oino;
 
-	if (bidx + 1 < m->snap->n && type != DT_DIR && m->snap->b[bidx]->mode == SFS_BRANCH_RW &&
+	if (bidx + 1 < m->snap->n && m->snap->b[bidx]->mode == SFS_BRANCH_RW &&
 	    sfs_origin_identity(m->snap, dirfd, name, &odev, &oino))
 		return sfs_ino_of(m->snap, odev, oino);
 	return sfs_ino_of(m->snap, dev, real_ino);
@@ -105,7 +95,7 @@ static int merge_entry(struct merge *m, int dirfd, unsigned bidx,
 	int ret;
 
 	if (m->single)
-		return list_add(m->out, name, entry_ino(m, dirfd, bidx, name, real_ino, type), type);
+		return list_add(m->out, name, entry_ino(m, dirfd, bidx, name, real_ino), type);
 	if (sfs_wh_reserved_name(name)) {
 		if (strncmp(name, ".wh..wh.", 8) == 0)
 			return 0; /* aufs' own bookkeeping, opaque marker */
@@ -117,12 +107,9 @@ static int merge_entry(struct merge *m, int dirfd, unsigned bidx,
 	if (sfs_nameset_get(&m->hidden, name) != (size_t)-1)
 		return 0;
 	idx = sfs_nameset_get(&m->seen, name);
-	if (idx != (size_t)-1) {
-		if (type == DT_DIR)
-			merge_dup(m, idx, type, sfs_ino_of(m->snap, m->snap->b[bidx]->dev, real_ino));
+	if (idx != (size_t)-1)
 		return 0;
-	}
-	ino = entry_ino(m, dirfd, bidx, name, real_ino, type);
+	ino = entry_ino(m, dirfd, bidx, name, real_ino);
 	ret = sfs_nameset_put(&m->seen, name, m->out->n);
 	return ret < 0 ? ret : list_add(m->out, name, ino, type);
 }
@@ -272,7 +259,7 @@ void sfs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct sfs_dir *d = calloc(1, sizeof(*d));
 
 	if (!d) {
-		fuse_reply_err(req, ENOMEM);
+		sfs_reply_err(req, ENOMEM);
 		return;
 	}
 	pthread_mutex_init(&d->lock, NULL);
@@ -352,7 +339,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	pthread_mutex_unlock(&d->lock);
 	/* An error after some entries: return those; the next call reports. */
 	if (ret < 0 && pos == 0)
-		fuse_reply_err(req, -ret);
+		sfs_reply_err(req, -ret);
 	else
 		fuse_reply_buf(req, buf, pos);
 	free(buf);
@@ -377,7 +364,7 @@ void sfs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	sfs_dirlist_free(&d->list);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
-	fuse_reply_err(req, 0);
+	sfs_reply_err(req, 0);
 }
 
 void sfs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
@@ -392,5 +379,5 @@ void sfs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 		ret = (datasync ? fdatasync(fd) : fsync(fd)) < 0 ? -errno : 0;
 		close(fd);
 	}
-	fuse_reply_err(req, -ret);
+	sfs_reply_err(req, -ret);
 }

@@ -231,6 +231,8 @@ static int rn_do(struct rn *r, const struct sfs_layer *npl, unsigned rflags)
 			sfs_wh_remove(pl->fd, r->src.name); /* the old name stays */
 		return ret;
 	}
+	if (below)
+		sfs_count(whiteouts, 1);
 	return 0;
 }
 
@@ -303,5 +305,5 @@ void sfs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	r.dst.pst = sfs_node_stack(r.dst.parent);
 	ret = do_rename(&r);
 	rn_release(&r);
-	fuse_reply_err(req, -ret);
+	sfs_reply_err(req, -ret);
 }

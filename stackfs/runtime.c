@@ -268,6 +268,11 @@ static int file_is(const char *path, const char *data, size_t len)
 	return got >= 0 && (size_t)got == len && !memcmp(buf, data, len);
 }
 
+const char *sfs_runtime_dir(void)
+{
+	return published_dir;
+}
+
 /* The base directory stays: other mounts publish beside us, and removing
  * it would race with their mkdir. */
 void sfs_runtime_unpublish(void)

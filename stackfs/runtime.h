@@ -23,6 +23,8 @@ int sfs_runtime_find_mount(const char *mountpoint, unsigned *major,
 
 /* Daemon side: writes the pid file for the mount on mountpoint. */
 int sfs_runtime_publish(const char *mountpoint, pid_t pid);
+/* Daemon side: the directory published, or NULL. */
+const char *sfs_runtime_dir(void);
 /* Daemon side: removes what sfs_runtime_publish made. */
 void sfs_runtime_unpublish(void);
 

@@ -99,6 +99,12 @@ struct sfs_stack *sfs_node_stack(struct sfs_node *n);
 /* Replaces the node's stack (takes over `st`), e.g. after an upper
  * directory was created for it. */
 void sfs_node_set_stack(struct sfs_node *n, struct sfs_stack *st);
+/* A cached node's place, copied: see sfs_nodes_names. */
+struct sfs_node_name {
+	fuse_ino_t parent;
+	char *name;
+};
+int sfs_nodes_names(struct sfs_node_name **out, size_t *count);
 /* Records a rename: the node now lives at parent/name. */
 int sfs_node_move(struct sfs_node *n, struct sfs_node *parent, const char *name);
 
@@ -201,6 +207,7 @@ struct sfs_file {
 	unsigned cu_gen;          /* the node's cu_gen when fd was opened */
 	int stale_fd;             /* the fd before a copy-up, kept for readers */
 	struct sfs_node *node;    /* referenced */
+	struct sfs_branch *br;    /* where fd is, referenced, counted */
 	pthread_mutex_t lock;     /* guards a reopen after copy-up */
 };
 /* The file's fd, reopened on the copy if the node was copied up since. */
@@ -251,6 +258,25 @@ void sfs_dirlist_free(struct sfs_dirlist *l);
 /* ---- dir.c / file.c / readdir.c / inode.c / xattrs.c: handlers ------- */
 extern const struct fuse_lowlevel_ops sfs_ops;
 
+/* ---- stats.c: counters for `stackfs status` -------------------------- */
+#define SFS_STATS_ERRNO_MAX 134
+struct sfs_stats {
+	atomic_uint_fast64_t lookups;
+	atomic_uint_fast64_t copyups;
+	atomic_uint_fast64_t copyup_bytes;
+	atomic_uint_fast64_t whiteouts;
+	atomic_uint_fast64_t open_files;
+	atomic_uint_fast64_t errors[SFS_STATS_ERRNO_MAX];
+};
+extern struct sfs_stats sfs_stats;
+#define sfs_count(field, n) \
+	atomic_fetch_add_explicit(&sfs_stats.field, (n), memory_order_relaxed)
+void sfs_stats_error(int err);
+/* fuse_reply_err, counting the error. */
+int sfs_reply_err(fuse_req_t req, int err);
+/* The counters as "key\tvalue" lines. Length or -ENOSPC. */
+int sfs_stats_format(char *buf, size_t len);
+
 /* ---- log.c ------------------------------------------------------------ */
 void sfs_log(int level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -273,5 +299,15 @@ struct sfs_snap *sfs_snap_current(void);
 /* Tells the kernel the node's attributes changed behind its back (a
  * directory got its upper copy: a new ctime). */
 void sfs_notify_attr(struct sfs_node *n);
+/* The root's stack for a snapshot, and the identity of its lowest layer. */
+int sfs_root_stack(struct sfs_snap *s, struct sfs_stack **out, struct stat *id);
+
+/* ---- control.c: the control channel ----------------------------------- */
+/* Starts the control server of the mount (its thread), after publishing. */
+int sfs_control_start(void);
+void sfs_control_stop(void);
+/* Applies a branch change to the live mount: the new snapshot, the root,
+ * and the kernel told to drop what it cached. 0 or -errno + message. */
+int sfs_branches_change(const struct sfs_change *c, bool force, char *err, size_t errlen);
 
 #endif

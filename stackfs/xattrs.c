@@ -68,7 +68,7 @@ void sfs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	if (ret == 0)
 		ret = sfs_xattr_set(t.fd, xent(&t), name, value, size, flags);
 	xtarget_put(&t);
-	fuse_reply_err(req, -ret);
+	sfs_reply_err(req, -ret);
 }
 
 void sfs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
@@ -80,7 +80,7 @@ void sfs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	if (ret == 0)
 		ret = sfs_xattr_remove(t.fd, xent(&t), name);
 	xtarget_put(&t);
-	fuse_reply_err(req, -ret);
+	sfs_reply_err(req, -ret);
 }
 
 void sfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
@@ -95,7 +95,7 @@ void sfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t si
 		n = sfs_xattr_get(t.fd, xent(&t), name, buf, size);
 	xtarget_put(&t);
 	if (n < 0)
-		fuse_reply_err(req, (int)-n);
+		sfs_reply_err(req, (int)-n);
 	else if (size == 0)
 		fuse_reply_xattr(req, (size_t)n);
 	else
@@ -118,11 +118,11 @@ void sfs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	if (n >= 0)
 		n = (ssize_t)sfs_xattr_filter(buf, (size_t)n);
 	if (n < 0)
-		fuse_reply_err(req, (int)-n);
+		sfs_reply_err(req, (int)-n);
 	else if (size == 0)
 		fuse_reply_xattr(req, (size_t)n);
 	else if ((size_t)n > size)
-		fuse_reply_err(req, ERANGE);
+		sfs_reply_err(req, ERANGE);
 	else
 		fuse_reply_buf(req, buf, (size_t)n);
 	free(buf);

@@ -12,6 +12,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "whiteout/origin.h"
 #include "whiteout/whiteout.h"
 
 static void proc_path(char buf[32], int fd)
@@ -82,6 +83,8 @@ static int marks_from_xattrs(const char *path, struct sfs_dirmark *m)
 			val = NULL;
 		} else if (is_redirect_name(names + i) && !m->redirect) {
 			ret = read_value(path, names + i, &m->redirect);
+		} else if (strcmp(names + i, SFS_ORIGIN_XATTR) == 0) {
+			m->has_origin = true;
 		}
 	}
 	free(names);

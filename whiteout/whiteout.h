@@ -50,6 +50,7 @@ int sfs_wh_is_opaque(int dirfd);
 struct sfs_dirmark {
 	bool opaque;
 	char *redirect;           /* malloc'd, or NULL */
+	bool has_origin;          /* carries an origin record (a copy-up) */
 };
 int sfs_dirmark_read(int dirfd, struct sfs_dirmark *m);
 void sfs_dirmark_free(struct sfs_dirmark *m);

@@ -1,0 +1,95 @@
+/* Changing the branches of a live mount. The new snapshot is built and
+ * checked aside, then swapped in under the snapshot lock together with
+ * the root's stack: a request works on the snapshot its stacks were
+ * resolved on, old or new, never a mix. Then the kernel is told to drop
+ * every entry it cached, so the next lookups resolve in the new set;
+ * inode numbers of entries that stay visible do not change (the registry
+ * of ids is kept). Open files stay on the entries they opened. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stackfs/stackfs.h"
+
+/* What refuses a removal without --force. */
+static int remove_check(const struct sfs_snap *s, unsigned idx, char *err, size_t errlen)
+{
+	const struct sfs_branch *b = s->b[idx];
+	unsigned open = atomic_load(&b->shared->open_files);
+	unsigned rw = 0;
+
+	for (unsigned i = 0; i < s->n; i++)
+		rw += s->b[i]->mode == SFS_BRANCH_RW;
+	if (open) {
+		snprintf(err, errlen, "%s: %u file%s of the branch open (--force removes it anyway)",
+			 b->path, open, open == 1 ? " is" : "s are");
+		return -EBUSY;
+	}
+	if (b->mode == SFS_BRANCH_RW && rw == 1) {
+		snprintf(err, errlen, "%s: the only rw branch (--force removes it anyway)", b->path);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+/* Drops the kernel's entries: every cached name (a directory's drops its
+ * whole subtree, negative entries included) and the names of the root,
+ * whose negative entries nothing else reaches. */
+static void invalidate_kernel(struct sfs_snap *s)
+{
+	struct sfs_node_name *v = NULL;
+	struct sfs_dirlist l = { 0 };
+	struct sfs_stack *st;
+	size_t n = 0;
+
+	if (!sfs_m.se)
+		return;
+	if (sfs_nodes_names(&v, &n) == 0) {
+		for (size_t i = 0; i < n; i++)
+			fuse_lowlevel_notify_inval_entry(sfs_m.se, v[i].parent, v[i].name,
+							 strlen(v[i].name));
+	}
+	for (size_t i = 0; i < n; i++)
+		free(v[i].name);
+	free(v);
+	st = sfs_node_stack(sfs_node_root());
+	if (sfs_dirlist_read(st, true, &l) == 0)
+		for (size_t i = 0; i < l.n; i++)
+			fuse_lowlevel_notify_inval_entry(sfs_m.se, FUSE_ROOT_ID, l.e[i].name,
+							 strlen(l.e[i].name));
+	sfs_dirlist_free(&l);
+	sfs_stack_put(st);
+	fuse_lowlevel_notify_inval_inode(sfs_m.se, FUSE_ROOT_ID, -1, 0);
+	(void)s;
+}
+
+int sfs_branches_change(const struct sfs_change *c, bool force, char *err, size_t errlen)
+{
+	struct sfs_snap *old, *s = NULL;
+	struct sfs_stack *root;
+	struct stat id;
+	int ret;
+
+	pthread_mutex_lock(&sfs_m.snap_lock);
+	old = sfs_m.snap;
+	ret = c->op == SFS_CHANGE_REMOVE && !force ? remove_check(old, c->index, err, errlen) : 0;
+	if (ret == 0)
+		ret = sfs_snap_change(old, c, sfs_m.opts.mountpoint, sfs_m.opts.whiteout,
+				      &s, err, errlen);
+	if (ret == 0 && (ret = sfs_root_stack(s, &root, &id)) < 0)
+		snprintf(err, errlen, "reading the branch roots: %s", strerror(-ret));
+	if (ret == 0) {
+		sfs_node_set_stack(sfs_node_root(), root);
+		sfs_m.snap = s;
+	}
+	pthread_mutex_unlock(&sfs_m.snap_lock);
+	if (ret < 0) {
+		sfs_snap_put(s);
+		return ret;
+	}
+	sfs_log(SFS_LOG_INFO, "branches changed (generation %u)", s->gen);
+	sfs_snap_put(old);
+	invalidate_kernel(s);
+	return 0;
+}

@@ -1,0 +1,336 @@
+/* The control server of a live mount (protocol: control.h): one thread
+ * accepting one request per connection; branch changes are serialised by
+ * the snapshot lock and swap the snapshot atomically. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "stackfs/control.h"
+#include "stackfs/runtime.h"
+#include "stackfs/stackfs.h"
+
+static int listen_fd = -1;
+static pthread_t server;
+static char *sock_path;
+
+/* A reply under construction. */
+struct reply {
+	char *buf;
+	size_t len, cap;
+	int err;                  /* errno to report, 0 for OK */
+	char msg[512];
+};
+
+static void out(struct reply *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void out(struct reply *r, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(r->buf + r->len, r->cap - r->len, fmt, ap);
+		va_end(ap);
+		if (n < 0)
+			return;
+		if ((size_t)n < r->cap - r->len) {
+			r->len += (size_t)n;
+			return;
+		}
+		if (r->cap >= SFS_CTL_MAX_REPLY)
+			return;
+		char *nb = realloc(r->buf, r->cap * 2);
+
+		if (!nb)
+			return;
+		r->buf = nb;
+		r->cap *= 2;
+	}
+}
+
+static void fail(struct reply *r, int err, const char *msg)
+{
+	r->err = err;
+	snprintf(r->msg, sizeof(r->msg), "%s", msg);
+}
+
+/* The filesystem type of a branch, as /proc/self/mountinfo names it. */
+static void fstype_of(dev_t dev, char *buf, size_t len)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[4096];
+	unsigned ma, mi;
+
+	snprintf(buf, len, "?");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *sep = strstr(line, " - ");
+
+		if (sscanf(line, "%*u %*u %u:%u", &ma, &mi) == 2 &&
+		    ma == major(dev) && mi == minor(dev) && sep &&
+		    sscanf(sep + 3, "%63s", buf) == 1)
+			break;
+	}
+	fclose(f);
+}
+
+static void list_branches(struct reply *r, const char *prefix)
+{
+	struct sfs_snap *s = sfs_snap_current();
+
+	for (unsigned i = 0; i < s->n; i++) {
+		const struct sfs_branch *b = s->b[i];
+		struct statvfs sv;
+		char type[64];
+		unsigned long long avail = 0;
+
+		fstype_of(b->dev, type, sizeof(type));
+		if (fstatvfs(b->root_fd, &sv) == 0)
+			avail = (unsigned long long)sv.f_bavail * sv.f_frsize;
+		out(r, "%s%u\t%s\t%s\t%u\t%s\t%llu\n", prefix, i, b->path,
+		    b->mode == SFS_BRANCH_RW ? "rw" : "ro", b->id, type, avail);
+	}
+	sfs_snap_put(s);
+}
+
+static void do_status(struct reply *r)
+{
+	const struct sfs_opts *o = &sfs_m.opts;
+	char *stats = malloc(16384);
+	int n = stats ? sfs_stats_format(stats, 16384) : -ENOMEM;
+
+	out(r, "mountpoint\t%s\nwhiteout\t%s\nformat_version\t1\ntimeout\t%g\nfsync\t%d\n",
+	    o->mountpoint, o->whiteout == SFS_WH_OVERLAY ? "overlay" : "wh",
+	    o->timeout, o->fsync);
+	list_branches(r, "branch\t");
+	if (n > 0)
+		out(r, "%.*s", n, stats);
+	free(stats);
+}
+
+/* A branch named by path or id in the current snapshot. */
+static int find_branch(const char *what, unsigned *idx)
+{
+	struct sfs_snap *s = sfs_snap_current();
+	char *canon = realpath(what, NULL), *end;
+	unsigned long id = strtoul(what, &end, 10);
+	int ret = -ENOENT;
+
+	for (unsigned i = 0; i < s->n && ret; i++) {
+		if ((canon && strcmp(s->b[i]->path, canon) == 0) ||
+		    (!*end && end != what && s->b[i]->id == id)) {
+			*idx = i;
+			ret = 0;
+		}
+	}
+	sfs_snap_put(s);
+	free(canon);
+	return ret;
+}
+
+static int parse_mode(const char *m, enum sfs_branch_mode *mode)
+{
+	if (!strcmp(m, "rw"))
+		*mode = SFS_BRANCH_RW;
+	else if (!strcmp(m, "ro"))
+		*mode = SFS_BRANCH_RO;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static int parse_position(const char *p, unsigned *pos)
+{
+	struct sfs_snap *s = sfs_snap_current();
+	char *end;
+	unsigned long v = strtoul(p, &end, 10);
+	int ret = 0;
+
+	if (!strcmp(p, "top"))
+		*pos = 0;
+	else if (!strcmp(p, "bottom"))
+		*pos = s->n;
+	else if (*p && !*end)
+		*pos = v > s->n ? s->n : (unsigned)v;
+	else
+		ret = -EINVAL;
+	sfs_snap_put(s);
+	return ret;
+}
+
+/* Builds the change a request asks for. */
+static int parse_change(char **w, int nw, struct sfs_change *c, bool *force,
+			struct reply *r)
+{
+	memset(c, 0, sizeof(*c));
+	*force = false;
+	if (!strcmp(w[0], "add") && nw == 4) {
+		c->op = SFS_CHANGE_ADD;
+		c->path = w[1];
+		if (parse_mode(w[2], &c->mode) < 0 || parse_position(w[3], &c->index) < 0) {
+			fail(r, EINVAL, "bad mode or position");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if ((!strcmp(w[0], "remove") || !strcmp(w[0], "mode")) && nw == 3) {
+		c->op = !strcmp(w[0], "remove") ? SFS_CHANGE_REMOVE : SFS_CHANGE_MODE;
+		if (find_branch(w[1], &c->index) < 0) {
+			snprintf(r->msg, sizeof(r->msg), "%s: not a branch of this mount", w[1]);
+			r->err = ENOENT;
+			return -ENOENT;
+		}
+		*force = c->op == SFS_CHANGE_REMOVE && !strcmp(w[2], "1");
+		if (c->op == SFS_CHANGE_MODE && parse_mode(w[2], &c->mode) < 0) {
+			fail(r, EINVAL, "bad mode (rw or ro)");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	fail(r, EINVAL, "unknown request");
+	return -EINVAL;
+}
+
+static bool may_change(int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return false;
+	return cred.uid == 0 || cred.uid == getuid();
+}
+
+static void handle(int fd, char **w, int nw, struct reply *r)
+{
+	struct sfs_change c;
+	bool force;
+
+	if (nw == 1 && !strcmp(w[0], "list")) {
+		list_branches(r, "");
+	} else if (nw == 1 && !strcmp(w[0], "status")) {
+		do_status(r);
+	} else if (!may_change(fd)) {
+		fail(r, EPERM, "only root and the user who mounted may change branches");
+	} else if (parse_change(w, nw, &c, &force, r) == 0) {
+		int ret = sfs_branches_change(&c, force, r->msg, sizeof(r->msg));
+
+		if (ret < 0)
+			r->err = -ret;
+	}
+}
+
+/* Reads a request: NUL-ended words, then an empty one. */
+static int read_request(int fd, char *buf, size_t cap, char **w, int maxw)
+{
+	size_t len = 0;
+	int nw = 0;
+
+	while (len < cap) {
+		ssize_t n = read(fd, buf + len, cap - len);
+
+		if (n <= 0)
+			return -EPROTO;
+		len += (size_t)n;
+		if (len >= 2 && buf[len - 1] == '\0' && buf[len - 2] == '\0')
+			break;
+	}
+	if (len < 2 || buf[len - 1] || buf[len - 2])
+		return -EPROTO;
+	for (size_t p = 0; p < len - 1 && nw < maxw; p += strlen(buf + p) + 1)
+		w[nw++] = buf + p;
+	return nw > 0 ? nw : -EPROTO;
+}
+
+static void serve_one(int fd)
+{
+	struct reply r = { .cap = 4096 };
+	struct timeval tv = { .tv_sec = 5 };
+	char buf[SFS_CTL_MAX_REQUEST], *w[16], head[600];
+	int nw, n;
+
+	r.buf = malloc(r.cap);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	nw = read_request(fd, buf, sizeof(buf), w, 16);
+	if (!r.buf)
+		fail(&r, ENOMEM, strerror(ENOMEM));
+	else if (nw < 0)
+		fail(&r, EPROTO, "malformed request");
+	else
+		handle(fd, w, nw, &r);
+	if (r.err)
+		n = snprintf(head, sizeof(head), "ERR %s %s\n", strerrorname_np(r.err) ?: "EIO", r.msg);
+	else
+		n = snprintf(head, sizeof(head), "OK\n");
+	if (write(fd, head, (size_t)n) == n && !r.err && r.len &&
+	    write(fd, r.buf, r.len) != (ssize_t)r.len)
+		sfs_log(SFS_LOG_WARN, "control: short reply");
+	free(r.buf);
+}
+
+static void *server_main(void *arg)
+{
+	for (;;) {
+		int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			break; /* shut down */
+		}
+		serve_one(fd);
+		close(fd);
+	}
+	return NULL;
+}
+
+int sfs_control_start(void)
+{
+	const char *dir = sfs_runtime_dir();
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int ret;
+
+	if (!dir || asprintf(&sock_path, "%s/%s", dir, SFS_CTL_NAME) < 0 ||
+	    strlen(sock_path) >= sizeof(a.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(a.sun_path, sock_path);
+	listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (listen_fd < 0)
+		return -errno;
+	unlink(sock_path);
+	/* anyone may connect (list, status); changes check the peer */
+	if (bind(listen_fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    chmod(sock_path, 0666) < 0 || listen(listen_fd, 8) < 0) {
+		ret = -errno;
+		close(listen_fd);
+		listen_fd = -1;
+		return ret;
+	}
+	ret = -pthread_create(&server, NULL, server_main, NULL);
+	return ret;
+}
+
+void sfs_control_stop(void)
+{
+	if (listen_fd < 0)
+		return;
+	shutdown(listen_fd, SHUT_RDWR);
+	pthread_join(server, NULL);
+	close(listen_fd);
+	listen_fd = -1;
+	unlink(sock_path);
+	free(sock_path);
+	sock_path = NULL;
+}
