@@ -2,6 +2,7 @@
  * which validates the branches, mounts, and backgrounds itself once the
  * mount is live (or stays in front with -f). */
 #include <errno.h>
+#include <stdbool.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,16 @@ int sfs_cli_exec_daemon(int argc, char **argv)
 	free(daemon);
 	(void)argc;
 	return SFS_EXIT_FAIL;
+}
+
+/* True when an -o value gives the branches overlay-style. */
+static bool has_lowerdir(char **dargv, int dargc)
+{
+	for (int i = 1; i + 1 < dargc; i++)
+		if (!strcmp(dargv[i], "-o") &&
+		    (!strncmp(dargv[i + 1], "lowerdir=", 9) || strstr(dargv[i + 1], ",lowerdir=")))
+			return true;
+	return false;
 }
 
 static int run_mount(int argc, char **argv)
@@ -79,15 +90,16 @@ static int run_mount(int argc, char **argv)
 		}
 		pos[npos++] = argv[optind];
 	}
-	if (npos < 2) {
+	/* with -o lowerdir=... the mount point alone will do */
+	if (npos < 2 && !(npos == 1 && has_lowerdir(dargv, dargc))) {
 		ret = sfs_cli_usage_error(&sfs_cmd_mount, "missing %s",
 					  npos ? "MOUNTPOINT" : "BRANCHES and MOUNTPOINT");
 		goto out_free;
 	}
-	if (pos[0][0] == '-' || pos[1][0] == '-')
+	if (pos[0][0] == '-' || (npos == 2 && pos[1][0] == '-'))
 		dargv[dargc++] = "--";
-	dargv[dargc++] = pos[0];
-	dargv[dargc++] = pos[1];
+	for (int i = 0; i < npos; i++)
+		dargv[dargc++] = pos[i];
 	ret = sfs_cli_exec_daemon(dargc, dargv);
 
 out_free:
@@ -98,7 +110,8 @@ out_free:
 const struct sfs_cmd sfs_cmd_mount = {
 	.name = "mount",
 	.run = run_mount,
-	.usage = "usage: stackfs mount [-f] [-d] [-o OPTS]... BRANCHES MOUNTPOINT",
+	.usage = "usage: stackfs mount [-f] [-d] [-o OPTS]... BRANCHES MOUNTPOINT\n"
+		 "       stackfs mount [-f] [-d] -o lowerdir=DIR[:DIR...][,upperdir=DIR] [SOURCE] MOUNTPOINT",
 	.summary = "Mount the union of BRANCHES on MOUNTPOINT",
 	.help =
 		"BRANCHES is DIR[=MODE]:DIR[=MODE]..., highest priority first; MODE is\n"

@@ -5,7 +5,7 @@ set -euo pipefail
 pkgs=(
 	build-essential pkg-config libfuse3-dev fuse3 libattr1-dev libacl1-dev
 	bats bats-support bats-assert xfsprogs e2fsprogs acl attr util-linux
-	mount kmod coreutils findutils procps rsync tar
+	mount kmod coreutils findutils procps rsync tar python3 man-db groff-base
 )
 missing=()
 for p in "${pkgs[@]}"; do

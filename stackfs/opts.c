@@ -6,10 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "stackfs/stackfs.h"
 
-enum { KEY_FG, KEY_DEBUG, KEY_HELP, KEY_VERSION, KEY_WHITEOUT };
+enum { KEY_FG, KEY_DEBUG, KEY_HELP, KEY_VERSION, KEY_WHITEOUT,
+       KEY_LOWERDIR, KEY_UPPERDIR, KEY_WORKDIR };
 
 #define OPT(t, field, v) { t, offsetof(struct sfs_opts, field), v }
 static const struct fuse_opt table[] = {
@@ -17,6 +19,9 @@ static const struct fuse_opt table[] = {
 	OPT("fsync", fsync, 1),
 	OPT("upgrade", upgrade, 1),
 	FUSE_OPT_KEY("whiteout=", KEY_WHITEOUT),
+	FUSE_OPT_KEY("lowerdir=", KEY_LOWERDIR),
+	FUSE_OPT_KEY("upperdir=", KEY_UPPERDIR),
+	FUSE_OPT_KEY("workdir=", KEY_WORKDIR),
 	FUSE_OPT_KEY("-f", KEY_FG),
 	FUSE_OPT_KEY("-d", KEY_DEBUG),
 	FUSE_OPT_KEY("debug", KEY_DEBUG),
@@ -40,6 +45,182 @@ static int parse_whiteout(struct sfs_opts *o, const char *arg)
 		return -1;
 	}
 	return 0;
+}
+
+/* ---- overlay-style options: -o lowerdir=A:B,upperdir=U,workdir=W ----
+ * Another way to give the branches, as kernel overlayfs and fuse-overlayfs
+ * take them, so that stackfs can stand in where fuse-overlayfs is the
+ * mount program. They become the BRANCHES spec "U=rw:A=ro:B=ro" (all ro
+ * without upperdir), escaped for branch_spec.c. lowerdir separates its
+ * directories with ':' and takes '\X' for a literal X (so "\:" is a ':'
+ * in a path), as overlayfs does. workdir is not used (stackfs stages in
+ * U/.stackfs) but, as overlayfs requires, must be a directory on U's
+ * filesystem. The operands are then [SOURCE] MOUNTPOINT: SOURCE is a label
+ * such as "overlay" (mount.fuse3 passes one) and is ignored; one that
+ * may be meant as BRANCHES (a '/', ':' or '=' in it, or the name of a
+ * directory) is refused. */
+static struct {
+	char *lowerdir, *upperdir, *workdir;
+} ovl;
+
+static void ovl_free(void)
+{
+	free(ovl.lowerdir);
+	free(ovl.upperdir);
+	free(ovl.workdir);
+	ovl.lowerdir = ovl.upperdir = ovl.workdir = NULL;
+}
+
+/* "name=value": the last one given counts, as with overlayfs. */
+static int ovl_set(char **slot, const char *arg)
+{
+	free(*slot);
+	*slot = strdup(strchr(arg, '=') + 1);
+	return *slot ? 0 : -1;
+}
+
+/* Writes the path at *pp (up to an unescaped ':' when lower) to f escaped
+ * as a BRANCHES element; leaves *pp on the separator. Length of the path,
+ * or -1 on a trailing backslash. */
+static long ovl_put_path(FILE *f, const char **pp, int lower)
+{
+	const char *p = *pp;
+	long n = 0;
+
+	for (; *p && !(lower && *p == ':'); p++, n++) {
+		if (*p == '\\' && !*++p)
+			return -1;
+		if (*p == ':' || *p == '=' || *p == '\\')
+			fputc('\\', f);
+		fputc(*p, f);
+	}
+	*pp = p;
+	return n;
+}
+
+/* Builds the BRANCHES spec from upperdir and lowerdir into *out. */
+static int ovl_spec(char **out)
+{
+	const char *p = ovl.upperdir;
+	size_t size;
+	unsigned idx = 1;
+	FILE *f = open_memstream(out, &size);
+	int ret = -1;
+
+	if (!f)
+		return -1;
+	if (p) {
+		if (ovl_put_path(f, &p, 0) < 0) {
+			fprintf(stderr, "stackfs: bad option 'upperdir=%s': trailing backslash\n",
+				ovl.upperdir);
+			goto out;
+		}
+		fputs("=rw:", f);
+	}
+	for (p = ovl.lowerdir;; p++, idx++) {
+		long n = ovl_put_path(f, &p, 1);
+
+		if (n <= 0) {
+			fprintf(stderr, "stackfs: bad option 'lowerdir=%s': %s (directory %u)\n",
+				ovl.lowerdir, n < 0 ? "trailing backslash" :
+				"empty path (data-only layers '::' are not supported)", idx);
+			goto out;
+		}
+		fputs("=ro", f);
+		if (!*p)
+			break;
+		fputc(':', f);
+	}
+	ret = 0;
+out:
+	if (fclose(f) != 0)
+		ret = -1;
+	if (ret < 0) {
+		free(*out);
+		*out = NULL;
+	}
+	return ret;
+}
+
+/* Removes overlayfs's '\X' escapes in place. */
+static void ovl_unescape(char *s)
+{
+	char *d = s;
+
+	for (; *s; s++)
+		*d++ = *s == '\\' && s[1] ? *++s : *s;
+	*d = '\0';
+}
+
+/* workdir: a directory on the filesystem of upperdir (whose own errors
+ * the branch checks report). Unescapes both. */
+static int ovl_check_workdir(void)
+{
+	struct stat ws, us;
+	int err;
+
+	ovl_unescape(ovl.workdir);
+	ovl_unescape(ovl.upperdir);
+	err = stat(ovl.workdir, &ws) < 0 ? errno : S_ISDIR(ws.st_mode) ? 0 : ENOTDIR;
+	if (err) {
+		fprintf(stderr, "stackfs: bad option 'workdir=%s': %s\n", ovl.workdir, strerror(err));
+		return -1;
+	}
+	if (stat(ovl.upperdir, &us) == 0 && us.st_dev != ws.st_dev) {
+		fprintf(stderr, "stackfs: bad option 'workdir=%s': not on the filesystem of upperdir %s\n",
+			ovl.workdir, ovl.upperdir);
+		return -1;
+	}
+	return 0;
+}
+
+/* After parsing: turns the overlay-style options into o->branches and
+ * sorts out the operands. Frees what it kept. */
+static int ovl_finish(struct sfs_opts *o)
+{
+	int ret = -1;
+
+	if (!ovl.lowerdir && !ovl.upperdir && !ovl.workdir)
+		return 0;
+	if (o->show_help || o->show_version) {
+		ret = 0;
+		goto out;
+	}
+	if (!ovl.lowerdir) {
+		fprintf(stderr, "stackfs: bad option '%s=': needs lowerdir=\n",
+			ovl.upperdir ? "upperdir" : "workdir");
+		goto out;
+	}
+	if (!ovl.lowerdir[0] || (ovl.upperdir && !ovl.upperdir[0]) ||
+	    (ovl.workdir && !ovl.workdir[0])) {
+		fprintf(stderr, "stackfs: bad option '%s=': no directory given\n",
+			!ovl.lowerdir[0] ? "lowerdir" : ovl.upperdir && !ovl.upperdir[0] ?
+			"upperdir" : "workdir");
+		goto out;
+	}
+	if (o->branches && !o->mountpoint) {
+		/* one operand: the mount point */
+		o->mountpoint = o->branches;
+		o->branches = NULL;
+	} else if (o->branches) {
+		struct stat st;
+
+		if (strpbrk(o->branches, "/:=") ||
+		    (stat(o->branches, &st) == 0 && S_ISDIR(st.st_mode))) {
+			fprintf(stderr, "stackfs: both BRANCHES (\"%s\") and lowerdir= given: "
+				"give the branches one way\n", o->branches);
+			goto out;
+		}
+		free(o->branches); /* a SOURCE label */
+		o->branches = NULL;
+	}
+	/* the spec first: the check unescapes upperdir */
+	if (ovl_spec(&o->branches) == 0 &&
+	    !(ovl.upperdir && ovl.workdir && ovl_check_workdir() < 0))
+		ret = 0;
+out:
+	ovl_free();
+	return ret;
 }
 
 static int positional(struct sfs_opts *o, const char *arg)
@@ -75,6 +256,12 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *out)
 		return 0;
 	case KEY_WHITEOUT:
 		return parse_whiteout(o, arg);
+	case KEY_LOWERDIR:
+		return ovl_set(&ovl.lowerdir, arg);
+	case KEY_UPPERDIR:
+		return ovl_set(&ovl.upperdir, arg);
+	case KEY_WORKDIR:
+		return ovl_set(&ovl.workdir, arg);
 	default:
 		return 1;
 	}
@@ -85,7 +272,11 @@ int sfs_opts_parse(struct fuse_args *args, struct sfs_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->timeout = 60.0;
 	o->whiteout = SFS_WH_AUFS;
-	if (fuse_opt_parse(args, o, table, opt_proc) < 0)
+	if (fuse_opt_parse(args, o, table, opt_proc) < 0) {
+		ovl_free();
+		return -EINVAL;
+	}
+	if (ovl_finish(o) < 0)
 		return -EINVAL;
 	if (o->timeout < 0) {
 		fprintf(stderr, "stackfs: bad option 'timeout': must not be negative\n");
@@ -112,6 +303,11 @@ void sfs_opts_usage(const char *prog)
 	       "    -o upgrade              upgrade an older metadata format\n"
 	       "    -o timeout=SECONDS      kernel cache timeout for entries and\n"
 	       "                            attributes (default 60)\n"
+	       "    -o lowerdir=DIR[:DIR...],upperdir=DIR,workdir=DIR\n"
+	       "                            overlayfs-style branches instead of\n"
+	       "                            BRANCHES: upperdir rw over lowerdir ro\n"
+	       "                            (workdir: on upperdir's filesystem, unused);\n"
+	       "                            operands then [SOURCE] MOUNTPOINT\n"
 	       "    -f                      stay in the foreground\n"
 	       "    -d                      debug: foreground, log every request\n"
 	       "\n"
