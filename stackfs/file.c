@@ -13,6 +13,17 @@ static struct sfs_file *file_of(struct fuse_file_info *fi)
 	return (struct sfs_file *)(uintptr_t)fi->fh;
 }
 
+/* With the writeback cache the kernel also reads what it writes back
+ * partially, and does O_APPEND itself (it knows the size). */
+static int real_flags(int flags)
+{
+	if (!sfs_m.opts.writeback)
+		return flags;
+	if ((flags & O_ACCMODE) == O_WRONLY)
+		flags = (flags & ~O_ACCMODE) | O_RDWR;
+	return flags & ~O_APPEND;
+}
+
 /* Open files are counted per branch: a branch with open files is not
  * removed from a live mount without --force. */
 static void file_set_branch(struct sfs_file *f, struct sfs_branch *br)
@@ -39,7 +50,7 @@ static int file_new(struct sfs_node *n, unsigned gen, int fd,
 	file_set_branch(f, br);
 	sfs_count(open_files, 1);
 	f->fd = fd;
-	f->flags = fi->flags & ~(O_CREAT | O_EXCL | O_TRUNC);
+	f->flags = real_flags(fi->flags) & ~(O_CREAT | O_EXCL | O_TRUNC);
 	f->cu_gen = gen;
 	f->stale_fd = -1;
 	f->node = n;
@@ -119,7 +130,7 @@ static int do_open(struct sfs_node *n, struct fuse_file_info *fi)
 		return ret;
 	if (wants_write(fi->flags))
 		gen = atomic_load(&n->cu_gen);
-	fd = sfs_reopen(st->l[0].fd, fi->flags);
+	fd = sfs_reopen(st->l[0].fd, real_flags(fi->flags));
 	ret = fd < 0 ? fd : file_new(n, gen, fd, st->snap->b[st->l[0].bidx], fi);
 	sfs_stack_put(st);
 	if (ret < 0 && fd >= 0)
@@ -147,7 +158,7 @@ static int do_create(fuse_req_t req, struct sfs_node *parent, const char *name,
 	if (ret < 0)
 		return ret;
 	sfs_umask_begin(req);
-	fd = sfs_open_beneath(p.pl->fd, name, fi->flags | O_CREAT, mode & 07777);
+	fd = sfs_open_beneath(p.pl->fd, name, real_flags(fi->flags) | O_CREAT, mode & 07777);
 	sfs_umask_end();
 	ret = fd < 0 ? fd : sfs_set_owner(p.pl->fd, name, req);
 	if (ret == 0)

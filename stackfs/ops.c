@@ -52,6 +52,8 @@ void sfs_op_init(void *userdata, struct fuse_conn_info *conn)
 			FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_IOCTL_DIR |
 			FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
 
+	if (sfs_m.opts.writeback)
+		want |= FUSE_CAP_WRITEBACK_CACHE;
 	conn->want |= want & conn->capable;
 	/* exports would send lookups of "." and "..", which we refuse */
 	conn->want &= ~(unsigned)FUSE_CAP_EXPORT_SUPPORT;

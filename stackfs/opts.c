@@ -18,6 +18,7 @@ static const struct fuse_opt table[] = {
 	OPT("timeout=%lf", timeout, 0),
 	OPT("fsync", fsync, 1),
 	OPT("upgrade", upgrade, 1),
+	OPT("writeback", writeback, 1),
 	FUSE_OPT_KEY("whiteout=", KEY_WHITEOUT),
 	FUSE_OPT_KEY("lowerdir=", KEY_LOWERDIR),
 	FUSE_OPT_KEY("upperdir=", KEY_UPPERDIR),
@@ -301,6 +302,8 @@ void sfs_opts_usage(const char *prog)
 	       "    -o whiteout=wh|overlay  whiteout format written (default wh)\n"
 	       "    -o fsync                fsync every copy-up before it is placed\n"
 	       "    -o upgrade              upgrade an older metadata format\n"
+	       "    -o writeback            the kernel's writeback cache (faster writes;\n"
+	       "                            errors of delayed writes show at fsync/close)\n"
 	       "    -o timeout=SECONDS      kernel cache timeout for entries and\n"
 	       "                            attributes (default 60)\n"
 	       "    -o lowerdir=DIR[:DIR...],upperdir=DIR,workdir=DIR\n"

@@ -24,6 +24,7 @@ struct sfs_opts {
 	double timeout;           /* entry and attribute cache timeout, s */
 	int fsync;                /* fsync copies before they are placed */
 	int upgrade;              /* upgrade an older metadata format */
+	int writeback;            /* the kernel's writeback cache */
 	enum sfs_whiteout_style whiteout;
 	int show_help;
 	int show_version;
