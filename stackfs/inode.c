@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -40,12 +41,28 @@ static uint64_t ino_allocated(const struct sfs_snap *snap, uint32_t fs_id, uint6
 	       (atomic_fetch_add(&fallback, 1) & (SFS_INO_ALLOC_MASK >> 1));
 }
 
+/* The largest inode number packed as it is: 2^56 - 1. The test suite
+ * lowers it (STACKFS_TEST_PACK_BITS) to reach the allocation path, which
+ * real filesystems reach only with inode numbers of 2^56 and above. */
+static uint64_t pack_limit(void)
+{
+	static uint64_t limit;
+	const char *bits;
+
+	if (!limit) {
+		bits = getenv("STACKFS_TEST_PACK_BITS");
+		limit = bits && atoi(bits) > 0 && atoi(bits) < 56 ?
+			(1ULL << atoi(bits)) - 1 : SFS_INO_ALLOC_MASK;
+	}
+	return limit;
+}
+
 uint64_t sfs_ino_of(const struct sfs_snap *snap, uint64_t dev, uint64_t ino)
 {
 	const struct sfs_branch *b = branch_of_dev(snap, dev);
 	uint32_t fs_id = b ? b->fs_id : 0;
 
-	if (fs_id >= 1 && fs_id <= 254 && ino <= SFS_INO_ALLOC_MASK)
+	if (fs_id >= 1 && fs_id <= 254 && ino <= pack_limit())
 		return ((uint64_t)fs_id << 56) | ino;
 	return ino_allocated(snap, fs_id, ino);
 }

@@ -163,3 +163,23 @@ remount() {
 	assert_output $'x\ny'
 	[[ ! -e $BATS_TEST_TMPDIR/r/.stackfs ]]
 }
+
+@test "inode numbers that cannot be packed get allocated ones: unique, and the same after a remount" {
+	local i
+	mkdir "$LO/d"
+	for ((i = 0; i < 60; i++)); do echo "$i" >"$LO/d/f$i"; done
+	export STACKFS_TEST_PACK_BITS=4
+	sfs_mount "$UP:$LO" "$MNT"
+	local before
+	before=$(stat -c '%n %i' "$MNT"/d/*)
+	# allocated numbers carry 0xFF in the top byte; none is handed out twice
+	run -0 bash -c "stat -c %i '$MNT'/d/* | sort | uniq -d"
+	assert_output ""
+	[[ $(stat -c %i "$MNT/d/f0") -ge $((0x7f << 56)) || $(printf '%x' "$(stat -c %i "$MNT/d/f0")") == ff* ]] ||
+		fail "not an allocated number: $(stat -c %i "$MNT/d/f0")"
+	[[ -s $UP/.stackfs/inomap ]] || fail "no inode map records"
+	echo more >>"$MNT/d/f7"
+	remount "$UP:$LO"
+	[[ $(stat -c '%n %i' "$MNT"/d/*) == "$before" ]] || fail "allocated numbers changed after a remount"
+	unset STACKFS_TEST_PACK_BITS
+}
