@@ -25,6 +25,8 @@ extern const struct sfs_cmd sfs_cmd_umount;
 extern const struct sfs_cmd sfs_cmd_fsck;
 extern const struct sfs_cmd sfs_cmd_branch;
 extern const struct sfs_cmd sfs_cmd_status;
+extern const struct sfs_cmd sfs_cmd_diff;
+extern const struct sfs_cmd sfs_cmd_commit;
 
 /* output.c */
 void sfs_json_str(FILE *f, const char *s);

@@ -12,6 +12,8 @@ static const struct sfs_cmd *const commands[] = {
 	&sfs_cmd_fsck,
 	&sfs_cmd_branch,
 	&sfs_cmd_status,
+	&sfs_cmd_diff,
+	&sfs_cmd_commit,
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "stackfs/branch.h"
+#include "stackfs/datacopy.h"
 
 /* ---- opts.c: mount options ------------------------------------------ */
 #include "whiteout/origin.h"
@@ -179,8 +180,6 @@ int sfs_index_link(const struct sfs_snap *s, uint64_t dev, uint64_t ino,
 uint32_t sfs_index_nlink(uint32_t lower, uint32_t upper);
 
 /* ---- copy_data.c ------------------------------------------------------ */
-/* Copies a file's data (reflink, else data extents and preallocation). */
-int sfs_copy_data(int in, int out, off_t size);
 /* Copies the chattr flags of a regular file or directory (O_PATH fds). */
 int sfs_copy_flags(int srcfd, int dstfd);
 

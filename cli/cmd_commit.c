@@ -1,0 +1,1951 @@
+/* stackfs commit: folds a rw branch into the branch below it, so that the
+ * lower branch alone shows what the union of the two showed; then empties
+ * the rw branch (unless --keep).
+ *
+ * Files are copied as copy-up copies them (a reflink or the data extents,
+ * owner, xattrs and ACLs but not the union's private ones, mode, ns times,
+ * inode flags), each built under a temporary name in its target directory
+ * and renamed into place; hard links stay links. Whiteouts become
+ * deletions, opaque directories replacements, redirected (moved)
+ * directories a rename of the lower directory. With branches below the
+ * lower one (its last mount's .stackfs/lowers), whiteouts, opaque marks
+ * and redirects are written into the lower branch where they are needed
+ * to keep hiding or finding what those branches hold.
+ *
+ * Order: checks (nothing in use, formats known), the list of changes
+ * (whiteout/changes.c), a plan of the moved directories, the moves into
+ * a staging directory of the lower branch, then the tree of the rw branch
+ * top-down, syncfs, and the emptying of the rw branch. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "stackfs/datacopy.h"
+#include "stackfs/runtime.h"
+#include "whiteout/changes.h"
+#include "whiteout/metadir.h"
+#include "whiteout/ondisk.h"
+#include "whiteout/whiteout.h"
+#include "xattr/xattr.h"
+
+#define PROGRESS_INTERVAL_NS 100000000LL
+#define TMP_PREFIX ".wh..wh.sfs-commit."   /* hidden by the union if left */
+#define STAGE_PREFIX ".wh..wh.sfs-moved."
+
+/* From cmd_diff.c: the branches in a stackfsd's command line. */
+struct mbranch {
+	char *path;
+	bool rw;
+};
+int sfs_diff_daemon_branches(pid_t pid, struct mbranch **out, size_t *n,
+			     char *err, size_t errlen);
+void sfs_diff_mbranches_free(struct mbranch *v, size_t n);
+
+/* A directory of the rw branch with a redirect: the lower directory it
+ * shows moves to its path. */
+struct moved {
+	char *vpath;                   /* where the view shows it */
+	char *src;                     /* the lower branch's directory, or NULL */
+	char staged[48];               /* its name in the staging dir, "" if not moved */
+	struct sfs_ch_stack *deep;     /* its layers below the lower branch */
+};
+
+/* A file of the rw branch with several names: where its first name was
+ * placed in the lower branch, to link the others to. */
+struct link {
+	dev_t dev;
+	ino_t ino;
+	char *path;                    /* in the lower branch, NULL: empty slot */
+};
+
+/* A name of the view that shows a copy in the rw branch's index (a
+ * lower file with several names, written through another name). */
+struct indexed {
+	char *vpath;
+	char name[32];                 /* of the index entry */
+};
+
+struct commit {
+	const char *rw, *into;
+	bool keep, json, tty, deep;
+	struct sfs_ch_union u;         /* b[0] rw, b[1] into, b[2..] below it */
+	enum sfs_whiteout_style style; /* of marks written into the lower branch */
+	int stage_fd;                  /* staging dir in the lower branch, or -1 */
+	char stage_name[64];
+	struct moved *mv;
+	size_t nmv;
+	struct link *links;
+	size_t nlinks, caplinks;
+	struct indexed *ix;            /* sorted by vpath */
+	size_t nix;
+	unsigned seq;
+	/* progress */
+	uint64_t done, total;
+	long long last_ns;
+	bool shown;
+	/* the first error */
+	int err;
+	char *err_path;
+	const char *err_what;
+};
+
+/* ------------------------------------------------------------ output */
+
+static long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void progress_erase(struct commit *c)
+{
+	if (c->shown) {
+		fputs("\r\033[K", stderr);
+		fflush(stderr);
+		c->shown = false;
+	}
+}
+
+static void progress(struct commit *c, const char *path)
+{
+	struct winsize ws;
+	int width = 80, room;
+	long long t;
+
+	c->done++;
+	if (!c->tty)
+		return;
+	t = now_ns();
+	if (c->shown && t - c->last_ns < PROGRESS_INTERVAL_NS)
+		return;
+	c->last_ns = t;
+	if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20)
+		width = ws.ws_col;
+	room = width - 45;
+	if (room < 10)
+		room = 10;
+	if (!path[0])
+		path = "/";
+	if ((int)strlen(path) > room)
+		fprintf(stderr, "\r\033[Kcommit: %llu/%llu entries: ...%s",
+			(unsigned long long)c->done, (unsigned long long)c->total,
+			path + strlen(path) - (size_t)room + 3);
+	else
+		fprintf(stderr, "\r\033[Kcommit: %llu/%llu entries: %s",
+			(unsigned long long)c->done, (unsigned long long)c->total, path);
+	fflush(stderr);
+	c->shown = true;
+}
+
+/* Records the first error: what failed, on which path (of the view), and
+ * returns it. */
+static int fail(struct commit *c, int err, const char *path, const char *what)
+{
+	if (!c->err) {
+		c->err = err;
+		c->err_path = strdup(path && path[0] ? path : "/");
+		c->err_what = what;
+	}
+	return err;
+}
+
+/* ------------------------------------------------------------ helpers */
+
+static void proc_path(char *buf, size_t len, int dirfd, const char *name)
+{
+	snprintf(buf, len, "/proc/self/fd/%d/%s", dirfd, name[0] ? name : ".");
+}
+
+static void tmp_name(struct commit *c, char buf[64])
+{
+	snprintf(buf, 64, TMP_PREFIX "%d.%u", (int)getpid(), c->seq++);
+}
+
+static int mnt_of(int fd, uint64_t *mnt)
+{
+	struct statx x;
+
+	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &x) < 0)
+		return -errno;
+	*mnt = x.stx_mnt_id;
+	return 0;
+}
+
+/* Removes dirfd/name and everything under it, never leaving the mount
+ * mnt (a mount point inside a branch: -EXDEV) nor following a symlink. */
+static int remove_tree(int dirfd, const char *name, uint64_t mnt)
+{
+	struct dirent *e;
+	struct stat st;
+	uint64_t m = 0;
+	DIR *d;
+	int fd, ret = 0;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISDIR(st.st_mode))
+		return unlinkat(dirfd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
+	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = mnt_of(fd, &m);
+	if (ret == 0 && m != mnt)
+		ret = -EXDEV;
+	d = ret ? NULL : fdopendir(fd);
+	if (!d) {
+		ret = ret ? ret : -errno;
+		close(fd);
+		return ret;
+	}
+	while (ret == 0 && (errno = 0, e = readdir(d))) {
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			ret = remove_tree(fd, e->d_name, mnt);
+	}
+	if (ret == 0 && errno)
+		ret = -errno;
+	closedir(d);
+	if (ret == 0 && unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+		ret = -errno;
+	return ret;
+}
+
+/* Opens the directory at a path from a root, one component at a time,
+ * following no symlink. */
+static int open_path(int root, const char *path)
+{
+	char *copy = strdup(path), *save = NULL, *comp;
+	int fd = fcntl(root, F_DUPFD_CLOEXEC, 0);
+
+	if (!copy) {
+		if (fd >= 0)
+			close(fd);
+		return -ENOMEM;
+	}
+	for (comp = strtok_r(copy, "/", &save); fd >= 0 && comp; comp = strtok_r(NULL, "/", &save)) {
+		int next = openat(fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+		close(fd);
+		fd = next;
+	}
+	free(copy);
+	return fd < 0 ? -errno : fd;
+}
+
+/* Splits "/a/b/c" into the directory "/a/b" (malloc'd) and "c". */
+static char *split_path(const char *path, const char **base)
+{
+	const char *slash = strrchr(path, '/');
+
+	*base = slash ? slash + 1 : path;
+	return strndup(path, slash ? (size_t)(slash - path) : 0);
+}
+
+/* The whiteout style a branch's header records, or -1. */
+static int header_style(int root_fd)
+{
+	uint8_t buf[128];
+	struct sfs_header h;
+	int dir = openat(root_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = dir < 0 ? -1 : openat(dir, SFS_META_HEADER, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf));
+
+	if (fd >= 0)
+		close(fd);
+	if (dir >= 0)
+		close(dir);
+	if (n < 0 || sfs_header_parse(buf, (size_t)n, &h) != SFS_HDR_OK)
+		return -1;
+	return h.flags & SFS_META_F_OVERLAY ? SFS_WH_OVERLAY : SFS_WH_AUFS;
+}
+
+#define COPIED_FLAGS (FS_SYNC_FL | FS_IMMUTABLE_FL | FS_APPEND_FL | FS_NODUMP_FL | \
+		      FS_NOATIME_FL | FS_DIRSYNC_FL | FS_TOPDIR_FL | FS_PROJINHERIT_FL)
+
+/* The inode flags (chattr) of a regular file or directory, set once the
+ * entry is in place (an immutable one cannot be renamed). */
+static int copy_flags(int sdir, const char *sname, int ddir, const char *dname)
+{
+	char sp[PATH_MAX], dp[PATH_MAX];
+	int in, out, flags = 0, own = 0, ret = 0;
+
+	proc_path(sp, sizeof(sp), sdir, sname);
+	proc_path(dp, sizeof(dp), ddir, dname);
+	in = open(sp, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW | O_NOATIME | O_CLOEXEC);
+	if (in < 0 && errno == EPERM)
+		in = open(sp, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	if (ioctl(in, FS_IOC_GETFLAGS, &flags) < 0)
+		ret = errno == ENOTTY || errno == EOPNOTSUPP ? 0 : -errno;
+	close(in);
+	flags &= COPIED_FLAGS;
+	if (ret < 0 || !flags)
+		return ret;
+	out = open(dp, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC);
+	if (out < 0)
+		return -errno;
+	if (ioctl(out, FS_IOC_GETFLAGS, &own) < 0)
+		ret = -errno;
+	flags |= own & ~COPIED_FLAGS;
+	if (ret == 0 && flags != own && ioctl(out, FS_IOC_SETFLAGS, &flags) < 0)
+		ret = -errno;
+	close(out);
+	return ret;
+}
+
+/* ------------------------------------------------------------ attributes */
+
+/* Removes the attributes of dst (not the private ones) that src lacks,
+ * so that a kept directory ends with exactly src's. */
+static int drop_extra_xattrs(int sfd, int dfd)
+{
+	char sl[65536], dl[65536];
+	ssize_t ns = sfs_xattr_list(sfd, "", sl, sizeof(sl));
+	ssize_t nd = sfs_xattr_list(dfd, "", dl, sizeof(dl));
+	int ret = 0;
+
+	if (ns == -ENOTSUP || ns == -EOPNOTSUPP)
+		ns = 0;
+	if (nd == -ENOTSUP || nd == -EOPNOTSUPP)
+		return 0;
+	if (ns < 0 || nd < 0)
+		return (int)(ns < 0 ? ns : nd);
+	for (ssize_t i = 0; ret == 0 && i < nd; i += (ssize_t)strlen(dl + i) + 1) {
+		bool found = false;
+
+		if (sfs_xattr_is_private(dl + i))
+			continue;
+		for (ssize_t j = 0; !found && j < ns; j += (ssize_t)strlen(sl + j) + 1)
+			found = !strcmp(sl + j, dl + i);
+		if (!found) {
+			ret = sfs_xattr_remove(dfd, "", dl + i);
+			if (ret == -ENODATA)
+				ret = 0;
+		}
+	}
+	return ret;
+}
+
+/* Gives ddir/dname the owner, xattrs, ACLs and mode of sdir/sname (not
+ * its times: those go last). chown first: it clears set-ID bits. */
+static int copy_meta(int sdir, const char *sname, const struct stat *st, int ddir,
+		     const char *dname)
+{
+	bool lnk = S_ISLNK(st->st_mode);
+	char sp[PATH_MAX], dp[PATH_MAX];
+	int ret;
+
+	if (fchownat(ddir, dname, st->st_uid, st->st_gid, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	proc_path(sp, sizeof(sp), sdir, sname);
+	proc_path(dp, sizeof(dp), ddir, dname);
+	ret = sfs_xattr_copy(sp, dp, lnk);
+	if (ret < 0)
+		return ret;
+	if (!lnk && fchmodat(ddir, dname, st->st_mode & 07777, 0) < 0)
+		return -errno;
+	return 0;
+}
+
+static int copy_times(const struct stat *st, int ddir, const char *dname)
+{
+	struct timespec tv[2] = { st->st_atim, st->st_mtim };
+
+	if (utimensat(ddir, dname[0] ? dname : ".", tv, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Clears the opaque and redirect marks of a directory, both formats. */
+static int clear_marks(int dirfd)
+{
+	static const char *const names[] = {
+		SFS_OVL_OPAQUE_XATTR, SFS_OVL_USER_OPAQUE_XATTR, SFS_REDIRECT_XATTR,
+		SFS_OVL_REDIRECT_XATTR, SFS_OVL_USER_REDIRECT_XATTR,
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		int ret = sfs_xattr_remove(dirfd, "", names[i]);
+
+		if (ret < 0 && ret != -ENODATA && ret != -ENOTSUP && ret != -EOPNOTSUPP)
+			return ret;
+	}
+	if (unlinkat(dirfd, SFS_WH_OPQ, 0) < 0 && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+/* ------------------------------------------------------------ hard links */
+
+static size_t link_slot(const struct commit *c, dev_t dev, ino_t ino)
+{
+	size_t h = ((size_t)ino * 0x9E3779B97F4A7C15ull) ^ (size_t)dev;
+
+	return h & (c->caplinks - 1);
+}
+
+static struct link *link_find(struct commit *c, dev_t dev, ino_t ino)
+{
+	if (!c->caplinks)
+		return NULL;
+	for (size_t i = link_slot(c, dev, ino);; i = (i + 1) & (c->caplinks - 1)) {
+		struct link *l = &c->links[i];
+
+		if (!l->path)
+			return NULL;
+		if (l->dev == dev && l->ino == ino)
+			return l;
+	}
+}
+
+static int link_add(struct commit *c, dev_t dev, ino_t ino, const char *path)
+{
+	if ((c->nlinks + 1) * 2 > c->caplinks) {
+		size_t ncap = c->caplinks ? c->caplinks * 2 : 256;
+		struct link *old = c->links, *nv = calloc(ncap, sizeof(*nv));
+		size_t ocap = c->caplinks;
+
+		if (!nv)
+			return -ENOMEM;
+		c->links = nv;
+		c->caplinks = ncap;
+		for (size_t i = 0; i < ocap; i++) {
+			if (old[i].path) {
+				size_t j = link_slot(c, old[i].dev, old[i].ino);
+
+				while (nv[j].path)
+					j = (j + 1) & (ncap - 1);
+				nv[j] = old[i];
+			}
+		}
+		free(old);
+	}
+	for (size_t i = link_slot(c, dev, ino);; i = (i + 1) & (c->caplinks - 1)) {
+		if (!c->links[i].path) {
+			c->links[i].path = strdup(path);
+			if (!c->links[i].path)
+				return -ENOMEM;
+			c->links[i].dev = dev;
+			c->links[i].ino = ino;
+			c->nlinks++;
+			return 0;
+		}
+	}
+}
+
+/* ------------------------------------------------------------ directories */
+
+/* One directory of the view being committed. */
+struct dctx {
+	struct dctx *parent;
+	const char *vpath;             /* "" for the root */
+	const char *name;              /* in the parent */
+	struct sfs_ch_stack *V;        /* what the view merges there */
+	int T;                         /* the lower branch's directory, or -1 */
+	bool made;                     /* T made here for an index link */
+	bool touched;                  /* T changed (its times to put back) */
+	struct timespec t_times[2];    /* T's times before */
+};
+
+static int ensure_t(struct commit *c, struct dctx *d);
+
+/* The stack the lower branch will show at d after the commit: d's
+ * directory there and the layers below the lower branch. */
+static int new_stack(struct commit *c, struct dctx *d, struct sfs_ch_stack **out)
+{
+	struct sfs_ch_stack *deep = NULL;
+	struct sfs_ch_layer *l;
+	int ret = sfs_ch_stack_from(d->V, 2, &deep);
+
+	if (ret < 0)
+		return ret;
+	l = calloc(deep->n + 1, sizeof(*l));
+	if (!l) {
+		sfs_ch_stack_free(deep);
+		return -ENOMEM;
+	}
+	l[0].b = 1;
+	l[0].fd = d->T;
+	l[0].path = (char *)d->vpath;
+	memcpy(l + 1, deep->l, deep->n * sizeof(*l));
+	ret = sfs_ch_stack_make(l, deep->n + 1, d->V->dpath, out);
+	free(l);
+	sfs_ch_stack_free(deep);
+	return ret;
+}
+
+/* Remembers T's times before the first change, for a directory the rw
+ * branch has no copy of (its times are the lower one's). */
+static void touch_t(struct dctx *d)
+{
+	struct stat st;
+
+	if (d->touched || d->T < 0)
+		return;
+	d->touched = true;
+	if (fstat(d->T, &st) == 0) {
+		d->t_times[0] = st.st_atim;
+		d->t_times[1] = st.st_mtim;
+	} else {
+		d->t_times[0].tv_nsec = d->t_times[1].tv_nsec = UTIME_OMIT;
+	}
+}
+
+/* Puts ddir/name where a staged entry tmp is: over a non-directory in one
+ * step; a directory there is removed first. */
+static int put_in_place(struct commit *c, int ddir, const char *tmp, const char *name)
+{
+	struct stat st;
+	int ret;
+
+	if (fstatat(ddir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+		ret = remove_tree(ddir, name, c->u.b[1].mnt_id);
+		if (ret < 0)
+			return ret;
+	}
+	if (renameat(ddir, tmp, ddir, name) < 0)
+		return -errno;
+	return 0;
+}
+
+/* The lower branch's directory gets the marks that keep the branches
+ * below it showing what they showed under the rw branch: `wanted`. */
+static int fix_marks(struct commit *c, struct dctx *d, const char *name,
+		     const struct sfs_ch_stack *wanted, int fd)
+{
+	struct sfs_ch_stack *ns = NULL, *got = NULL;
+	int ret = 0;
+
+	if (!c->deep)
+		return 0;
+	for (int round = 0; round < 2; round++) {
+		ret = new_stack(c, d, &ns);
+		if (ret == 0)
+			ret = sfs_ch_lookup(&c->u, ns, name, false, &got);
+		sfs_ch_stack_free(ns);
+		ns = NULL;
+		if (ret < 0)
+			return ret;
+		if (sfs_ch_same_layers(got, wanted, 2)) {
+			sfs_ch_stack_free(got);
+			return 0;
+		}
+		sfs_ch_stack_free(got);
+		got = NULL;
+		if (round)
+			break;
+		ret = clear_marks(fd);
+		if (ret == 0 && (!wanted || wanted->n == 0 || !wanted->dpath))
+			ret = sfs_wh_set_opaque(fd, c->style);
+		else if (ret == 0)
+			ret = sfs_redirect_set(fd, wanted->dpath[0] ? wanted->dpath : "/", c->style);
+		if (ret < 0)
+			return ret;
+	}
+	return -EUCLEAN; /* cannot be made to show the same layers */
+}
+
+/* Makes a directory in the lower branch at d->T/name with the metadata of
+ * sdir/sname (st), staged under a temporary name. Returns its fd. */
+static int make_dir(struct commit *c, int dt, const char *name, int sdir, const char *sname,
+		    const struct stat *st)
+{
+	char tmp[64];
+	int ret, fd;
+
+	tmp_name(c, tmp);
+	if (mkdirat(dt, tmp, 0700) < 0)
+		return -errno;
+	ret = copy_meta(sdir, sname, st, dt, tmp);
+	if (ret == 0 && renameat2(dt, tmp, dt, name, RENAME_NOREPLACE) < 0)
+		ret = -errno;
+	if (ret < 0) {
+		unlinkat(dt, tmp, AT_REMOVEDIR);
+		return ret;
+	}
+	fd = openat(dt, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+static int ensure_t(struct commit *c, struct dctx *d)
+{
+	struct sfs_ch_stack *wanted = NULL;
+	int ret;
+
+	if (d->T >= 0)
+		return 0;
+	if (!d->parent)
+		return -ENOENT;
+	ret = ensure_t(c, d->parent);
+	if (ret < 0)
+		return ret;
+	touch_t(d->parent);
+	ret = make_dir(c, d->parent->T, d->name, d->V->l[0].fd, "", &d->V->top);
+	if (ret < 0)
+		return fail(c, ret, d->vpath, "making the directory");
+	d->T = ret;
+	d->made = true;
+	ret = sfs_ch_stack_from(d->V, 2, &wanted);
+	if (ret == 0)
+		ret = fix_marks(c, d->parent, d->name, wanted, d->T);
+	sfs_ch_stack_free(wanted);
+	return ret < 0 ? fail(c, ret, d->vpath, "marking the directory") : 0;
+}
+
+/* ------------------------------------------------------------ entries */
+
+/* Places the non-directory shown at d/name (the rw branch's entry, or
+ * the index's copy) into the lower branch. */
+static int place_file(struct commit *c, struct dctx *d, const char *name, const char *vpath,
+		      int sdir, const char *sname, bool indexed)
+{
+	struct stat st;
+	struct link *l;
+	char tmp[64], *rel = NULL;
+	int ret = 0, in = -1, out = -1;
+	bool linked;
+
+	if (fstatat(sdir, sname, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return fail(c, -errno, vpath, "reading the rw branch");
+	ret = ensure_t(c, d);
+	if (ret < 0)
+		return ret;
+	touch_t(d);
+	tmp_name(c, tmp);
+	/* an index copy may have no name left in the rw branch (nlink 1),
+	 * yet stands for every name of its lower file */
+	linked = st.st_nlink > 1 || indexed;
+	l = linked ? link_find(c, st.st_dev, st.st_ino) : NULL;
+	if (l) {
+		/* another name of a file committed already */
+		const char *base;
+		char *dir = split_path(l->path, &base);
+		int pfd = dir ? open_path(c->u.b[1].root_fd, dir) : -ENOMEM;
+
+		free(dir);
+		if (pfd < 0)
+			return fail(c, pfd, vpath, "linking");
+		ret = linkat(pfd, base, d->T, tmp, 0) < 0 ? -errno : 0;
+		close(pfd);
+		if (ret == 0)
+			ret = put_in_place(c, d->T, tmp, name);
+		if (ret < 0) {
+			unlinkat(d->T, tmp, 0);
+			return fail(c, ret, vpath, "linking");
+		}
+		goto out_wh;
+	}
+	if (S_ISREG(st.st_mode)) {
+		char sp[PATH_MAX];
+
+		proc_path(sp, sizeof(sp), sdir, sname);
+		in = open(sp, O_RDONLY | O_NOFOLLOW | O_NOATIME | O_CLOEXEC);
+		if (in < 0 && errno == EPERM)
+			in = open(sp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (in < 0)
+			return fail(c, -errno, vpath, "reading the rw branch");
+		out = openat(d->T, tmp, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (out < 0)
+			ret = -errno;
+		if (ret == 0)
+			ret = sfs_copy_data(in, out, st.st_size);
+		if (ret == 0 && fdatasync(out) < 0)
+			ret = -errno;
+		close(in);
+		if (out >= 0)
+			close(out);
+	} else if (S_ISLNK(st.st_mode)) {
+		char target[PATH_MAX + 1];
+		ssize_t len = readlinkat(sdir, sname, target, sizeof(target) - 1);
+
+		if (len < 0)
+			return fail(c, -errno, vpath, "reading the rw branch");
+		target[len] = '\0';
+		if (symlinkat(target, d->T, tmp) < 0)
+			ret = -errno;
+	} else if (mknodat(d->T, tmp, (st.st_mode & S_IFMT) | 0600, st.st_rdev) < 0) {
+		ret = -errno;
+	}
+	if (ret == 0)
+		ret = copy_meta(sdir, sname, &st, d->T, tmp);
+	if (ret == 0)
+		ret = copy_times(&st, d->T, tmp);
+	if (ret == 0)
+		ret = put_in_place(c, d->T, tmp, name);
+	if (ret < 0) {
+		unlinkat(d->T, tmp, 0);
+		return fail(c, ret, vpath, "copying");
+	}
+	if (S_ISREG(st.st_mode)) {
+		ret = copy_flags(sdir, sname, d->T, name);
+		if (ret < 0)
+			return fail(c, ret, vpath, "setting the inode flags");
+	}
+	if (linked) {
+		rel = sfs_ch_join(d->vpath[0] ? d->vpath : "/", name);
+		ret = rel ? link_add(c, st.st_dev, st.st_ino, rel) : -ENOMEM;
+		free(rel);
+		if (ret < 0)
+			return fail(c, ret, vpath, "remembering a hard link");
+	}
+out_wh:
+	/* an aufs whiteout of the lower branch beside the entry: moot now */
+	{
+		char wh[300];
+
+		snprintf(wh, sizeof(wh), SFS_WH_PREFIX "%s", name);
+		if (strlen(name) + SFS_WH_PREFIX_LEN <= 255 && unlinkat(d->T, wh, 0) < 0 &&
+		    errno != ENOENT)
+			return fail(c, -errno, vpath, "removing a whiteout");
+	}
+	return 0;
+}
+
+/* A whiteout of the rw branch: the lower entry goes; a whiteout stays in
+ * the lower branch where a branch below it shows the name. */
+static int apply_whiteout(struct commit *c, struct dctx *d, const char *name,
+			  const char *vpath, enum sfs_whiteout_style style)
+{
+	struct sfs_ch_stack *ns = NULL, *got = NULL;
+	struct stat st;
+	int ret;
+
+	if (fstatat(d->T, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (sfs_wh_is_chr_whiteout(&st))
+			return 0; /* the lower branch hides it already */
+		touch_t(d);
+		ret = remove_tree(d->T, name, c->u.b[1].mnt_id);
+		if (ret < 0)
+			return fail(c, ret, vpath, "deleting");
+	} else if (errno != ENOENT) {
+		return fail(c, -errno, vpath, "deleting");
+	}
+	if (!c->deep)
+		return 0;
+	ret = new_stack(c, d, &ns);
+	if (ret == 0)
+		ret = sfs_ch_lookup(&c->u, ns, name, false, &got);
+	sfs_ch_stack_free(ns);
+	sfs_ch_stack_free(got);
+	if (ret == -ENOENT)
+		return 0;
+	if (ret == 0) {
+		char tmp[64];
+
+		touch_t(d);
+		if (style == SFS_WH_OVERLAY) {
+			tmp_name(c, tmp);
+			ret = mknodat(d->T, tmp, S_IFCHR, makedev(0, 0)) < 0 ? -errno : 0;
+			if (ret == 0 && renameat(d->T, tmp, d->T, name) < 0) {
+				ret = -errno;
+				unlinkat(d->T, tmp, 0);
+			}
+		} else {
+			ret = sfs_wh_create(d->T, name, -1, SFS_WH_AUFS);
+		}
+	}
+	return ret < 0 ? fail(c, ret, vpath, "writing a whiteout") : 0;
+}
+
+static struct moved *moved_find(struct commit *c, const char *vpath)
+{
+	for (size_t i = 0; i < c->nmv; i++)
+		if (!strcmp(c->mv[i].vpath, vpath))
+			return &c->mv[i];
+	return NULL;
+}
+
+static int commit_dir(struct commit *c, struct dctx *d);
+
+/* Puts the times (and inode flags) of the view's directory on the lower
+ * branch's, once its content is done. */
+static int finish_dir(struct commit *c, struct dctx *d, int sdir, const char *sname,
+		      const struct stat *st, int ddir, const char *dname)
+{
+	int ret = 0;
+
+	if (sdir >= 0)
+		ret = copy_flags(sdir, sname, ddir, dname);
+	if (ret == 0)
+		ret = copy_times(st, ddir, dname);
+	return ret < 0 ? fail(c, ret, d->vpath, "setting times") : 0;
+}
+
+/* A directory of the rw branch at d/name (view stack vc): the lower
+ * branch's directory is kept, moved there, or made; gets the attributes;
+ * then its content. */
+static int place_dir(struct commit *c, struct dctx *d, const char *name, const char *vpath,
+		     struct sfs_ch_stack *vc)
+{
+	const struct sfs_ch_layer *u = &vc->l[0], *b1 = sfs_ch_stack_in(vc, 1);
+	struct moved *m = vc->redirected ? moved_find(c, vpath) : NULL;
+	struct sfs_ch_stack *wanted = NULL, *child = NULL;
+	struct dctx cd = { .parent = d, .vpath = vpath, .name = name, .T = -1 };
+	struct sfs_ch_layer *l = NULL;
+	struct stat st, ex;
+	bool exists;
+	int ret = 0, fd = -1;
+
+	if (fstat(u->fd, &st) < 0)
+		return fail(c, -errno, vpath, "reading the rw branch");
+	exists = fstatat(d->T, name, &ex, AT_SYMLINK_NOFOLLOW) == 0;
+	touch_t(d);
+	if (m && m->staged[0]) {
+		/* a moved directory: the lower one comes to its new place */
+		if (exists)
+			ret = remove_tree(d->T, name, c->u.b[1].mnt_id);
+		if (ret == 0 && renameat2(c->stage_fd, m->staged, d->T, name, RENAME_NOREPLACE) < 0)
+			ret = -errno;
+		if (ret == 0)
+			m->staged[0] = '\0';
+	} else if ((m && m->src) || (!vc->opaque && !m && b1 && exists && S_ISDIR(ex.st_mode) &&
+				     !strcmp(b1->path, vpath))) {
+		/* the lower directory stays (merged, or moved onto itself) */
+	} else {
+		/* opaque (replaced), new, over a non-directory, or moved
+		 * without a lower directory */
+		if (exists)
+			ret = remove_tree(d->T, name, c->u.b[1].mnt_id);
+		if (ret == 0) {
+			fd = make_dir(c, d->T, name, u->fd, "", &st);
+			ret = fd < 0 ? fd : 0;
+		}
+	}
+	if (ret == 0 && fd < 0) {
+		fd = openat(d->T, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		ret = fd < 0 ? -errno : 0;
+		if (ret == 0)
+			ret = drop_extra_xattrs(u->fd, fd);
+		if (ret == 0)
+			ret = copy_meta(u->fd, "", &st, d->T, name);
+	}
+	if (ret < 0)
+		goto out_fail;
+	/* the layers below the lower branch stay what they were */
+	if (m)
+		ret = m->deep ? sfs_ch_stack_make(m->deep->l, m->deep->n, m->deep->dpath, &wanted)
+			      : sfs_ch_stack_make(NULL, 0, NULL, &wanted);
+	else
+		ret = sfs_ch_stack_from(vc, 2, &wanted);
+	if (ret == 0)
+		ret = fix_marks(c, d, name, wanted, fd);
+	if (ret < 0)
+		goto out_fail;
+	/* the content, through the rw directory over the new lower one */
+	l = calloc(wanted->n + 2, sizeof(*l));
+	if (!l) {
+		ret = -ENOMEM;
+		goto out_fail;
+	}
+	l[0] = *u;
+	l[1].b = 1;
+	l[1].fd = fd;
+	l[1].path = (char *)vpath;
+	memcpy(l + 2, wanted->l, wanted->n * sizeof(*l));
+	ret = sfs_ch_stack_make(l, wanted->n + 2, wanted->dpath ? wanted->dpath : vc->dpath,
+				&child);
+	free(l);
+	if (ret < 0)
+		goto out_fail;
+	cd.V = child;
+	cd.T = fd;
+	fd = -1;
+	ret = commit_dir(c, &cd);
+	if (ret == 0)
+		ret = finish_dir(c, &cd, u->fd, "", &st, d->T, name);
+	if (cd.T >= 0)
+		close(cd.T);
+	sfs_ch_stack_free(child);
+	sfs_ch_stack_free(wanted);
+	return ret;
+
+out_fail:
+	if (fd >= 0)
+		close(fd);
+	sfs_ch_stack_free(wanted);
+	return fail(c, ret, vpath, "placing the directory");
+}
+
+/* One raw entry of a rw directory: what it is. */
+enum raw_kind { RAW_ENTRY, RAW_WH_AUFS, RAW_WH_OVERLAY, RAW_SKIP };
+
+struct raw {
+	char *name;                    /* the name it is about */
+	enum raw_kind kind;
+};
+
+static int raw_cmp(const void *a, const void *b)
+{
+	const struct raw *x = a, *y = b;
+	int r = strcmp(x->name, y->name);
+
+	/* whiteouts of a name before the name's entry */
+	return r ? r : (int)y->kind - (int)x->kind;
+}
+
+static void raws_free(struct raw *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i].name);
+	free(v);
+}
+
+/* The entries and whiteouts of a directory of the rw branch. */
+static int raw_list(int dirfd, bool root, struct raw **out, size_t *n)
+{
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	struct raw *v = NULL;
+	size_t cnt = 0, cap = 0;
+	struct dirent *e;
+	int ret = 0;
+
+	if (!d) {
+		ret = -errno;
+		if (fd >= 0)
+			close(fd);
+		return ret;
+	}
+	while (ret == 0 && (errno = 0, e = readdir(d))) {
+		const char *nm = e->d_name;
+		enum raw_kind k = RAW_ENTRY;
+		struct stat st;
+
+		if (!strcmp(nm, ".") || !strcmp(nm, "..") ||
+		    (root && !strcmp(nm, SFS_METADIR_NAME)))
+			continue;
+		if (sfs_wh_reserved_name(nm)) {
+			if (!strncmp(nm, SFS_WH_PREFIX SFS_WH_PREFIX, 2 * SFS_WH_PREFIX_LEN) ||
+			    !nm[SFS_WH_PREFIX_LEN])
+				continue; /* aufs bookkeeping, the opaque marker */
+			nm += SFS_WH_PREFIX_LEN;
+			k = RAW_WH_AUFS;
+		} else if ((e->d_type == DT_CHR || e->d_type == DT_UNKNOWN) &&
+			   fstatat(fd, nm, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			   sfs_wh_is_chr_whiteout(&st)) {
+			k = RAW_WH_OVERLAY;
+		}
+		if (cnt == cap) {
+			size_t nc = cap ? cap * 2 : 32;
+			struct raw *nv = realloc(v, nc * sizeof(*nv));
+
+			if (!nv) {
+				ret = -ENOMEM;
+				break;
+			}
+			v = nv;
+			cap = nc;
+		}
+		v[cnt].name = strdup(nm);
+		v[cnt].kind = k;
+		if (!v[cnt].name) {
+			ret = -ENOMEM;
+			break;
+		}
+		cnt++;
+	}
+	if (ret == 0 && errno)
+		ret = -errno;
+	closedir(d);
+	if (ret < 0) {
+		raws_free(v, cnt);
+		return ret;
+	}
+	if (cnt)
+		qsort(v, cnt, sizeof(*v), raw_cmp);
+	*out = v;
+	*n = cnt;
+	return 0;
+}
+
+static bool raw_has_entry(const struct raw *v, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i].kind == RAW_ENTRY && !strcmp(v[i].name, name))
+			return true;
+	return false;
+}
+
+static int ix_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct indexed *)a)->vpath, ((const struct indexed *)b)->vpath);
+}
+
+static const struct indexed *ix_find(const struct commit *c, const char *vpath)
+{
+	struct indexed key = { .vpath = (char *)vpath };
+
+	return c->nix ? bsearch(&key, c->ix, c->nix, sizeof(key), ix_cmp) : NULL;
+}
+
+/* Whether a name shown as an index copy is below vpath. */
+static bool ix_under(const struct commit *c, const char *vpath)
+{
+	size_t lo = 0, hi = c->nix, len = strlen(vpath);
+
+	while (lo < hi) { /* the first path >= vpath */
+		size_t mid = (lo + hi) / 2;
+
+		if (strcmp(c->ix[mid].vpath, vpath) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < c->nix && !strncmp(c->ix[lo].vpath, vpath, len); lo++)
+		if (c->ix[lo].vpath[len] == '/')
+			return true;
+	return false;
+}
+
+/* The names of d that the rw branch has no entry of but that change: a
+ * lower file with several names shown as the index's copy (found by
+ * plan_index before anything changed: a name replaced meanwhile changes
+ * the lower file's link count). */
+static int commit_lower_names(struct commit *c, struct dctx *d, const struct raw *rv,
+			      size_t rn)
+{
+	char **names = NULL;
+	size_t n = 0;
+	int ret = sfs_ch_names(&c->u, d->V, &names, &n);
+
+	if (ret < 0)
+		return fail(c, ret, d->vpath, "listing");
+	for (size_t i = 0; ret == 0 && i < n; i++) {
+		struct sfs_ch_stack *vc = NULL;
+		const struct indexed *e;
+		char *vpath;
+
+		if (rv && raw_has_entry(rv, rn, names[i]))
+			continue;
+		vpath = sfs_ch_join(d->vpath[0] ? d->vpath : "/", names[i]);
+		if (!vpath) {
+			ret = fail(c, -ENOMEM, d->vpath, "");
+			break;
+		}
+		if ((e = ix_find(c, vpath))) {
+			progress(c, vpath);
+			ret = place_file(c, d, names[i], vpath, c->u.index_fd, e->name, true);
+		} else if (ix_under(c, vpath)) {
+			ret = sfs_ch_lookup(&c->u, d->V, names[i], false, &vc);
+			if (ret < 0)
+				ret = ret == -ENOENT ? 0 : fail(c, ret, vpath, "looking up");
+		}
+		if (ret == 0 && vc && S_ISDIR(vc->top.st_mode) && vc->l[0].b != 0) {
+			const struct sfs_ch_layer *b1 = sfs_ch_stack_in(vc, 1);
+			struct dctx cd = { .parent = d, .vpath = vpath, .name = names[i], .V = vc,
+					   .T = -1 };
+
+			if (b1 && (cd.T = fcntl(b1->fd, F_DUPFD_CLOEXEC, 0)) < 0)
+				ret = fail(c, -errno, vpath, "opening");
+			if (ret == 0)
+				ret = commit_dir(c, &cd);
+			if (ret == 0 && cd.made)
+				ret = finish_dir(c, &cd, vc->l[0].fd, "", &vc->top, d->T, names[i]);
+			else if (ret == 0 && cd.touched &&
+				 utimensat(cd.T, ".", cd.t_times, AT_SYMLINK_NOFOLLOW) < 0)
+				ret = fail(c, -errno, vpath, "setting times");
+			if (cd.T >= 0)
+				close(cd.T);
+		}
+		free(vpath);
+		sfs_ch_stack_free(vc);
+	}
+	sfs_ch_names_free(names, n);
+	return ret;
+}
+
+static int commit_dir(struct commit *c, struct dctx *d)
+{
+	const struct sfs_ch_layer *u = d->V->n && d->V->l[0].b == 0 ? &d->V->l[0] : NULL;
+	struct raw *rv = NULL;
+	size_t rn = 0;
+	int ret = 0;
+
+	if (u) {
+		ret = raw_list(u->fd, !d->vpath[0], &rv, &rn);
+		if (ret < 0)
+			return fail(c, ret, d->vpath, "listing the rw branch");
+	}
+	/* whiteouts first: what they delete may be where an entry goes */
+	for (size_t i = 0; ret == 0 && i < rn; i++) {
+		char *vpath;
+
+		if (rv[i].kind == RAW_ENTRY || raw_has_entry(rv, rn, rv[i].name))
+			continue;
+		vpath = sfs_ch_join(d->vpath[0] ? d->vpath : "/", rv[i].name);
+		if (!vpath)
+			return fail(c, -ENOMEM, d->vpath, "");
+		progress(c, vpath);
+		ret = apply_whiteout(c, d, rv[i].name, vpath,
+				     rv[i].kind == RAW_WH_OVERLAY ? SFS_WH_OVERLAY : SFS_WH_AUFS);
+		free(vpath);
+	}
+	for (size_t i = 0; ret == 0 && i < rn; i++) {
+		struct sfs_ch_stack *vc = NULL;
+		char *vpath;
+
+		if (rv[i].kind != RAW_ENTRY)
+			continue;
+		vpath = sfs_ch_join(d->vpath[0] ? d->vpath : "/", rv[i].name);
+		if (!vpath) {
+			ret = fail(c, -ENOMEM, d->vpath, "");
+			break;
+		}
+		progress(c, vpath);
+		ret = sfs_ch_lookup(&c->u, d->V, rv[i].name, true, &vc);
+		if (ret == 0 && vc->l[0].b != 0)
+			ret = -ESTALE; /* the rw branch changed meanwhile */
+		if (ret < 0)
+			ret = fail(c, ret, vpath, "looking up");
+		else if (S_ISDIR(vc->top.st_mode))
+			ret = place_dir(c, d, rv[i].name, vpath, vc);
+		else
+			ret = place_file(c, d, rv[i].name, vpath, u->fd, rv[i].name, false);
+		sfs_ch_stack_free(vc);
+		free(vpath);
+	}
+	if (ret == 0 && c->nix && (!d->vpath[0] || ix_under(c, d->vpath)))
+		ret = commit_lower_names(c, d, rv, rn);
+	raws_free(rv, rn);
+	return ret;
+}
+
+/* ------------------------------------------------------------ the plan */
+
+/* Finds the directories of the rw branch with a redirect, before
+ * anything changes, and counts the entries (for the progress line). */
+static int plan_dir(struct commit *c, const char *vpath, const struct sfs_ch_stack *V)
+{
+	struct raw *rv = NULL;
+	size_t rn = 0;
+	int ret = raw_list(V->l[0].fd, !vpath[0], &rv, &rn);
+
+	if (ret < 0)
+		return fail(c, ret, vpath, "listing the rw branch");
+	for (size_t i = 0; ret == 0 && i < rn; i++) {
+		struct sfs_ch_stack *vc = NULL;
+		char *p;
+
+		c->total++;
+		if (rv[i].kind != RAW_ENTRY)
+			continue;
+		p = sfs_ch_join(vpath[0] ? vpath : "/", rv[i].name);
+		if (!p) {
+			ret = fail(c, -ENOMEM, vpath, "");
+			break;
+		}
+		ret = sfs_ch_lookup(&c->u, V, rv[i].name, true, &vc);
+		if (ret < 0) {
+			ret = fail(c, ret, p, "looking up");
+		} else if (S_ISDIR(vc->top.st_mode) && vc->l[0].b == 0) {
+			if (vc->redirected) {
+				struct moved *nm = realloc(c->mv, (c->nmv + 1) * sizeof(*nm));
+				const struct sfs_ch_layer *b1 = sfs_ch_stack_in(vc, 1);
+
+				if (!nm) {
+					ret = fail(c, -ENOMEM, p, "");
+				} else {
+					c->mv = nm;
+					nm += c->nmv++;
+					memset(nm, 0, sizeof(*nm));
+					nm->vpath = strdup(p);
+					nm->src = b1 ? strdup(b1->path) : NULL;
+					ret = sfs_ch_stack_from(vc, 2, &nm->deep);
+					if (ret == 0 && (!nm->vpath || (b1 && !nm->src)))
+						ret = -ENOMEM;
+					if (ret < 0)
+						fail(c, ret, p, "");
+				}
+			}
+			if (ret == 0)
+				ret = plan_dir(c, p, vc);
+		}
+		sfs_ch_stack_free(vc);
+		free(p);
+	}
+	raws_free(rv, rn);
+	return ret;
+}
+
+/* Every name of the view that shows a copy in the rw branch's index. */
+static int plan_index(struct commit *c, const char *vpath, const struct sfs_ch_stack *V)
+{
+	char **names = NULL;
+	size_t n = 0;
+	int ret = sfs_ch_names(&c->u, V, &names, &n);
+
+	if (ret < 0)
+		return fail(c, ret, vpath, "listing");
+	for (size_t i = 0; ret == 0 && i < n; i++) {
+		struct sfs_ch_stack *vc = NULL;
+		char *p = sfs_ch_join(vpath[0] ? vpath : "/", names[i]);
+
+		if (!p) {
+			ret = fail(c, -ENOMEM, vpath, "");
+			break;
+		}
+		ret = sfs_ch_lookup(&c->u, V, names[i], true, &vc);
+		if (ret == -ENOENT) {
+			ret = 0;
+		} else if (ret < 0) {
+			ret = fail(c, ret, p, "looking up");
+		} else if (vc->indexed && vc->l[0].b != 0) {
+			struct indexed *nv = realloc(c->ix, (c->nix + 1) * sizeof(*nv));
+
+			if (!nv) {
+				ret = fail(c, -ENOMEM, p, "");
+			} else {
+				c->ix = nv;
+				nv[c->nix].vpath = p;
+				snprintf(nv[c->nix].name, sizeof(nv[c->nix].name), "%s", vc->index_name);
+				c->nix++;
+				p = NULL;
+			}
+		} else if (S_ISDIR(vc->top.st_mode)) {
+			ret = plan_index(c, p, vc);
+		}
+		sfs_ch_stack_free(vc);
+		free(p);
+	}
+	sfs_ch_names_free(names, n);
+	return ret;
+}
+
+static int depth_of(const char *p)
+{
+	int n = 0;
+
+	for (; *p; p++)
+		n += *p == '/';
+	return n;
+}
+
+static int moved_cmp(const void *a, const void *b)
+{
+	const struct moved *x = a, *y = b;
+	int dx = x->src ? depth_of(x->src) : -1, dy = y->src ? depth_of(y->src) : -1;
+
+	return dy - dx; /* deepest first */
+}
+
+/* Moves every lower directory that a redirect moves into the staging
+ * directory, deepest first, so that none is deleted or moved with its
+ * parent before it reaches its place. */
+static int stage_moves(struct commit *c)
+{
+	int ret = 0;
+
+	if (!c->nmv)
+		return 0;
+	qsort(c->mv, c->nmv, sizeof(c->mv[0]), moved_cmp);
+	for (size_t i = 0; i < c->nmv; i++)
+		for (size_t j = i + 1; c->mv[i].src && j < c->nmv; j++)
+			if (c->mv[j].src && !strcmp(c->mv[i].src, c->mv[j].src))
+				return fail(c, -EUCLEAN, c->mv[j].vpath,
+					    "planning (two directories are moves of one lower directory)");
+	snprintf(c->stage_name, sizeof(c->stage_name), STAGE_PREFIX "%d", (int)getpid());
+	if (mkdirat(c->u.b[1].root_fd, c->stage_name, 0700) < 0)
+		return fail(c, -errno, c->stage_name, "making the staging directory");
+	c->stage_fd = openat(c->u.b[1].root_fd, c->stage_name,
+			     O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (c->stage_fd < 0)
+		return fail(c, -errno, c->stage_name, "opening the staging directory");
+	for (size_t i = 0; ret == 0 && i < c->nmv; i++) {
+		struct moved *m = &c->mv[i];
+		const char *base;
+		char *dir;
+		int pfd;
+
+		if (!m->src || !strcmp(m->src, m->vpath))
+			continue;
+		dir = split_path(m->src, &base);
+		pfd = dir ? open_path(c->u.b[1].root_fd, dir) : -ENOMEM;
+		free(dir);
+		snprintf(m->staged, sizeof(m->staged), "%zu", i);
+		if (pfd < 0 || renameat(pfd, base, c->stage_fd, m->staged) < 0) {
+			ret = fail(c, pfd < 0 ? pfd : -errno, m->src, "moving a lower directory aside");
+			m->staged[0] = '\0';
+		}
+		if (pfd >= 0)
+			close(pfd);
+	}
+	return ret;
+}
+
+/* After an error: the lower directories still in the staging directory
+ * go back where they were (when their parent is still there), and the
+ * staging directory goes when empty. */
+static void unstage(struct commit *c)
+{
+	bool left = false;
+
+	for (size_t i = 0; i < c->nmv; i++) {
+		struct moved *m = &c->mv[i];
+		const char *base;
+		char *dir;
+		int pfd;
+
+		if (!m->staged[0])
+			continue;
+		dir = split_path(m->src, &base);
+		pfd = dir ? open_path(c->u.b[1].root_fd, dir) : -1;
+		free(dir);
+		if (pfd >= 0 && renameat2(c->stage_fd, m->staged, pfd, base, RENAME_NOREPLACE) == 0)
+			m->staged[0] = '\0';
+		else
+			left = true;
+		if (pfd >= 0)
+			close(pfd);
+	}
+	if (!left && unlinkat(c->u.b[1].root_fd, c->stage_name, AT_REMOVEDIR) == 0) {
+		close(c->stage_fd);
+		c->stage_fd = -1;
+	}
+}
+
+/* ------------------------------------------------------------ in use */
+
+/* Whether a path names the directory st. */
+static bool same_dir(const char *path, const struct stat *st)
+{
+	struct stat s;
+
+	return stat(path, &s) == 0 && s.st_dev == st->st_dev && s.st_ino == st->st_ino;
+}
+
+/* A running stackfsd whose branches include dir: by the command lines of
+ * the mounts published under the runtime directory, and by the fds every
+ * stackfsd holds (a branch added live, or given by a relative path).
+ * Its pid, or 0. */
+static pid_t daemon_using(const struct stat *dir)
+{
+	const char *base = sfs_runtime_base();
+	struct dirent *e;
+	pid_t found = 0;
+	DIR *d = opendir(base);
+
+	while (d && !found && (e = readdir(d))) {
+		char p[PATH_MAX], buf[32], err[256];
+		struct mbranch *v = NULL;
+		size_t n = 0;
+		ssize_t k;
+		pid_t pid;
+		int fd;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "%s/%s/pid", base, e->d_name);
+		fd = open(p, O_RDONLY | O_CLOEXEC);
+		k = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+		if (fd >= 0)
+			close(fd);
+		if (k <= 0)
+			continue;
+		buf[k] = '\0';
+		pid = (pid_t)atoi(buf);
+		if (pid <= 0 || (kill(pid, 0) < 0 && errno == ESRCH))
+			continue;
+		if (sfs_diff_daemon_branches(pid, &v, &n, err, sizeof(err)) < 0)
+			continue;
+		for (size_t i = 0; i < n && !found; i++)
+			if (same_dir(v[i].path, dir))
+				found = pid;
+		sfs_diff_mbranches_free(v, n);
+	}
+	if (d)
+		closedir(d);
+	if (found)
+		return found;
+	d = opendir("/proc");
+	while (d && !found && (e = readdir(d))) {
+		char p[600], exe[PATH_MAX];
+		const char *b;
+		struct dirent *fe;
+		struct stat st;
+		DIR *fds;
+		ssize_t n;
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9' || atoi(e->d_name) == getpid())
+			continue;
+		snprintf(p, sizeof(p), "/proc/%s/exe", e->d_name);
+		n = readlink(p, exe, sizeof(exe) - 1);
+		if (n <= 0)
+			continue;
+		exe[n] = '\0';
+		if (strstr(exe, " (deleted)"))
+			*strstr(exe, " (deleted)") = '\0';
+		b = strrchr(exe, '/');
+		if (!b || strcmp(b + 1, "stackfsd"))
+			continue;
+		snprintf(p, sizeof(p), "/proc/%s/fd", e->d_name);
+		fds = opendir(p);
+		while (fds && (fe = readdir(fds))) {
+			snprintf(p, sizeof(p), "/proc/%s/fd/%s", e->d_name, fe->d_name);
+			if (fe->d_name[0] != '.' && stat(p, &st) == 0 && S_ISDIR(st.st_mode) &&
+			    st.st_dev == dir->st_dev && st.st_ino == dir->st_ino) {
+				found = (pid_t)atoi(e->d_name);
+				break;
+			}
+		}
+		if (fds)
+			closedir(fds);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* ------------------------------------------------------------ emptying */
+
+/* Empties the rw branch: everything but .stackfs, and .stackfs's work/
+ * and index/; the root keeps its attributes and times but loses its
+ * marks. */
+static int empty_rw(struct commit *c)
+{
+	int root = c->u.b[0].root_fd, fd, ret = 0;
+	uint64_t mnt = c->u.b[0].mnt_id;
+	struct timespec tv[2];
+	struct dirent *e;
+	struct stat st;
+	DIR *d;
+
+	if (fstat(root, &st) < 0)
+		return fail(c, -errno, c->rw, "emptying the rw branch");
+	tv[0] = st.st_atim;
+	tv[1] = st.st_mtim;
+	for (int pass = 0; pass < 3 && ret == 0; pass++) {
+		int dir = pass == 0 ? fcntl(root, F_DUPFD_CLOEXEC, 0) :
+			  open_path(root, pass == 1 ? SFS_METADIR_NAME "/" SFS_META_WORK
+						    : SFS_METADIR_NAME "/" SFS_META_INDEX);
+
+		if (dir < 0) {
+			if (pass && (dir == -ENOENT || dir == -ENOTDIR))
+				continue;
+			return fail(c, dir, c->rw, "emptying the rw branch");
+		}
+		fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		d = fd < 0 ? NULL : fdopendir(fd);
+		if (!d) {
+			ret = fail(c, -errno, c->rw, "emptying the rw branch");
+			if (fd >= 0)
+				close(fd);
+			close(dir);
+			break;
+		}
+		while (ret == 0 && (errno = 0, e = readdir(d))) {
+			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+			    (pass == 0 && !strcmp(e->d_name, SFS_METADIR_NAME)))
+				continue;
+			ret = remove_tree(dir, e->d_name, mnt);
+			if (ret < 0)
+				fail(c, ret, e->d_name, "emptying the rw branch");
+		}
+		if (ret == 0 && errno)
+			ret = fail(c, -errno, c->rw, "emptying the rw branch");
+		closedir(d);
+		close(dir);
+	}
+	if (ret == 0)
+		ret = clear_marks(root);
+	if (ret == 0 && utimensat(root, ".", tv, 0) < 0)
+		ret = -errno;
+	return ret < 0 ? fail(c, ret, c->rw, "emptying the rw branch") : 0;
+}
+
+/* ------------------------------------------------------------ command */
+
+static void print_json(const struct commit *c, const struct sfs_changes *ch, bool emptied,
+		       int status, const char *early)
+{
+	printf("{\n  \"branch\": ");
+	sfs_json_str(stdout, c->rw);
+	printf(",\n  \"into\": ");
+	sfs_json_str(stdout, c->into);
+	printf(",\n  \"keep\": %s,\n  \"emptied\": %s,\n  \"added\": %u,\n  \"changed\": %u,\n"
+	       "  \"deleted\": %u,\n  \"changes\": [", c->keep ? "true" : "false",
+	       emptied ? "true" : "false", ch->added, ch->changed, ch->deleted);
+	for (size_t i = 0; i < ch->n; i++) {
+		fputs(i ? ",\n    {\"path\": " : "\n    {\"path\": ", stdout);
+		sfs_json_str(stdout, ch->v[i].path);
+		printf(", \"change\": \"%c\"", ch->v[i].kind);
+		if (ch->v[i].from) {
+			fputs(", \"from\": ", stdout);
+			sfs_json_str(stdout, ch->v[i].from);
+		}
+		putchar('}');
+	}
+	printf("%s],\n  \"error\": ", ch->n ? "\n  " : "");
+	if (c->err) {
+		char msg[PATH_MAX + 200];
+
+		snprintf(msg, sizeof(msg), "%s: %s: %s", c->err_path ? c->err_path : "",
+			 c->err_what ? c->err_what : "", strerror(-c->err));
+		sfs_json_str(stdout, msg);
+	} else if (early && early[0]) {
+		sfs_json_str(stdout, early);
+	} else {
+		fputs("null", stdout);
+	}
+	printf(",\n  \"exit\": %d\n}\n", status);
+}
+
+/* A walk holds a few fds per directory level and branch: deep trees
+ * need more than the default 1024. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static const struct option long_opts[] = {
+	{ "into", required_argument, NULL, 'i' },
+	{ "keep", no_argument, NULL, 'k' },
+	{ "json", no_argument, NULL, 'j' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* Refuses what would make a mess: exit code with a message, or 0. */
+static int check_branches(struct commit *c, const struct stat *rs, const struct stat *ls,
+			  char *err, size_t errlen)
+{
+	char *rr = realpath(c->rw, NULL), *lr = realpath(c->into, NULL);
+	enum sfs_meta_state state;
+	const char *names[2] = { c->rw, c->into };
+	size_t l1, l2;
+	int ret = 0;
+
+	if (!rr || !lr) {
+		snprintf(err, errlen, "%s: %s", rr ? c->into : c->rw, strerror(errno));
+		ret = SFS_EXIT_FAIL;
+		goto out;
+	}
+	l1 = strlen(rr);
+	l2 = strlen(lr);
+	if (rs->st_dev == ls->st_dev && rs->st_ino == ls->st_ino) {
+		snprintf(err, errlen, "%s and %s are the same directory", c->rw, c->into);
+		ret = SFS_EXIT_USAGE;
+	} else if ((l1 < l2 && !strncmp(rr, lr, l1) && (lr[l1] == '/' || l1 == 1)) ||
+		   (l2 < l1 && !strncmp(lr, rr, l2) && (rr[l2] == '/' || l2 == 1))) {
+		snprintf(err, errlen, "%s and %s are nested in one another", c->rw, c->into);
+		ret = SFS_EXIT_FAIL;
+	}
+	for (int i = 0; ret == 0 && i < 2; i++) {
+		char msg[300];
+		int fd = open(names[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
+		int r = fd < 0 ? -errno : sfs_meta_check(fd, &state, msg, sizeof(msg));
+
+		if (fd < 0)
+			snprintf(msg, sizeof(msg), "%s", strerror(-r));
+		if (fd >= 0)
+			close(fd);
+		if (r < 0) {
+			snprintf(err, errlen, "%s: %s%s", names[i], msg,
+				 r == -EPROTONOSUPPORT ? "" : " (see stackfs fsck)");
+			ret = SFS_EXIT_FAIL;
+		}
+	}
+out:
+	free(rr);
+	free(lr);
+	return ret;
+}
+
+/* An interrupted commit leaves its staging directory (the lower
+ * directories it was moving) in the lower branch: a new commit would not
+ * find them where the rw branch's redirects say. */
+static int check_leftovers(struct commit *c, char *err, size_t errlen)
+{
+	DIR *d = opendir(c->into);
+	struct dirent *e;
+	int ret = 0;
+
+	while (d && !ret && (e = readdir(d))) {
+		if (!strncmp(e->d_name, STAGE_PREFIX, strlen(STAGE_PREFIX))) {
+			snprintf(err, errlen, "%s/%s: left by an interrupted commit (lower directories "
+				 "being moved); put them back or remove it first", c->into, e->d_name);
+			ret = SFS_EXIT_FAIL;
+		}
+	}
+	if (d)
+		closedir(d);
+	return ret;
+}
+
+/* The branches below the lower one, from the rw branch's last mount:
+ * they must see the same through the lower branch afterwards. */
+static int branches_below(struct commit *c, const struct stat *ls, char ***below,
+			  size_t *nbelow, char *err, size_t errlen)
+{
+	char **v = NULL, msg[300];
+	size_t n = 0;
+	int fd = open(c->rw, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int ret = fd < 0 ? -errno : sfs_ch_lowers_below(fd, &v, &n, msg, sizeof(msg));
+
+	if (fd >= 0)
+		close(fd);
+	*below = NULL;
+	*nbelow = 0;
+	if (ret == -ENOENT || ret == -ESRCH || (ret == 0 && n == 0)) {
+		sfs_ch_names_free(v, n);
+		return 0; /* unknown: the two branches alone */
+	}
+	if (ret < 0) {
+		snprintf(err, errlen, "%s: %s", c->rw, fd < 0 ? strerror(-ret) : msg);
+		return SFS_EXIT_FAIL;
+	}
+	if (!same_dir(v[0], ls)) {
+		snprintf(err, errlen, "%s is not the branch just below %s in its last mount "
+			 "(%s/%s/%s lists %s there)", c->into, c->rw, c->rw, SFS_METADIR_NAME,
+			 SFS_META_LOWERS, v[0]);
+		sfs_ch_names_free(v, n);
+		return SFS_EXIT_FAIL;
+	}
+	free(v[0]);
+	memmove(v, v + 1, (n - 1) * sizeof(*v));
+	*below = v;
+	*nbelow = n - 1;
+	return 0;
+}
+
+static void commit_release(struct commit *c)
+{
+	for (size_t i = 0; i < c->nmv; i++) {
+		free(c->mv[i].vpath);
+		free(c->mv[i].src);
+		sfs_ch_stack_free(c->mv[i].deep);
+	}
+	free(c->mv);
+	for (size_t i = 0; i < c->caplinks; i++)
+		free(c->links[i].path);
+	for (size_t i = 0; i < c->nix; i++)
+		free(c->ix[i].vpath);
+	free(c->ix);
+	free(c->links);
+	if (c->stage_fd >= 0)
+		close(c->stage_fd);
+	free(c->err_path);
+	sfs_ch_union_close(&c->u);
+}
+
+/* Applies the rw branch to the lower one: 0 or -errno (c->err says
+ * where). */
+static int apply(struct commit *c)
+{
+	struct sfs_ch_stack *V = NULL;
+	struct dctx root = { .vpath = "" };
+	struct stat st;
+	int ret = sfs_ch_root(&c->u, 0, &V), sfd;
+
+	if (ret < 0)
+		return fail(c, ret, "/", "opening the roots");
+	ret = plan_dir(c, "", V);
+	if (ret == 0 && c->u.nidx)
+		ret = plan_index(c, "", V);
+	if (c->nix)
+		qsort(c->ix, c->nix, sizeof(c->ix[0]), ix_cmp);
+	c->total += c->nix;
+	if (ret == 0)
+		ret = stage_moves(c);
+	root.V = V;
+	root.T = fcntl(c->u.b[1].root_fd, F_DUPFD_CLOEXEC, 0);
+	if (ret == 0 && (root.T < 0 || fstat(V->l[0].fd, &st) < 0))
+		ret = fail(c, -errno, "/", "opening the roots");
+	if (ret == 0 && V->opaque) {
+		/* the whole lower branch is replaced (but its .stackfs) */
+		struct raw *rv = NULL;
+		size_t rn = 0;
+
+		ret = raw_list(root.T, true, &rv, &rn);
+		for (size_t i = 0; ret == 0 && i < rn; i++) {
+			char wh[300];
+
+			if (rv[i].kind == RAW_ENTRY && !strcmp(rv[i].name, c->stage_name))
+				continue;
+			snprintf(wh, sizeof(wh), "%s%s", rv[i].kind == RAW_WH_AUFS ? SFS_WH_PREFIX : "",
+				 rv[i].name);
+			ret = remove_tree(root.T, wh, c->u.b[1].mnt_id);
+		}
+		raws_free(rv, rn);
+		if (ret == 0 && c->deep)
+			ret = sfs_wh_set_opaque(root.T, c->style);
+		if (ret < 0)
+			fail(c, ret, "/", "replacing the content of the lower branch");
+	}
+	if (ret == 0) {
+		ret = drop_extra_xattrs(V->l[0].fd, root.T);
+		if (ret == 0)
+			ret = copy_meta(V->l[0].fd, "", &st, root.T, ".");
+		if (ret < 0)
+			fail(c, ret, "/", "copying the attributes of the root");
+	}
+	if (ret == 0)
+		ret = commit_dir(c, &root);
+	if (ret == 0 && c->stage_fd >= 0) {
+		if (unlinkat(c->u.b[1].root_fd, c->stage_name, AT_REMOVEDIR) < 0)
+			ret = fail(c, -errno, c->stage_name, "removing the staging directory");
+		close(c->stage_fd);
+		c->stage_fd = -1;
+	}
+	if (ret == 0)
+		ret = finish_dir(c, &root, V->l[0].fd, "", &st, root.T, "");
+	/* durable before the rw branch is emptied */
+	sfd = ret == 0 ? openat(c->u.b[1].root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	if (ret == 0 && (sfd < 0 || syncfs(sfd) < 0))
+		ret = fail(c, -errno, c->into, "syncfs");
+	if (sfd >= 0)
+		close(sfd);
+	if (ret < 0 && c->stage_fd >= 0)
+		unstage(c);
+	if (root.T >= 0)
+		close(root.T);
+	sfs_ch_stack_free(V);
+	return ret;
+}
+
+/* An error before anything changed: on stderr, and kept for --json. */
+static void efail(char *early, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	size_t n;
+
+	va_start(ap, fmt);
+	vsnprintf(early, len, fmt, ap);
+	va_end(ap);
+	n = strlen(early);
+	if (n && early[n - 1] == '\n')
+		early[n - 1] = '\0';
+	fprintf(stderr, "stackfs: commit: %s\n", early);
+}
+
+static int run_commit(int argc, char **argv)
+{
+	struct commit c = { .stage_fd = -1, .style = SFS_WH_AUFS, .u.index_fd = -1 };
+	struct sfs_changes ch = { 0 };
+	char err[PATH_MAX + 300], **below = NULL;
+	const char **paths = NULL;
+	size_t nbelow = 0;
+	struct stat rs, ls;
+	char early[PATH_MAX + 300] = "";
+	int opt, status = 0, lock_rw = -1, lock_lo = -1, ret, st1, st0;
+	bool emptied = false;
+	pid_t pid;
+
+	opterr = 0;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "i:kj", long_opts, NULL)) != -1) {
+		switch (opt) {
+		case 'i':
+			c.into = optarg;
+			break;
+		case 'k':
+			c.keep = true;
+			break;
+		case 'j':
+			c.json = true;
+			break;
+		default:
+			if (optopt == 'i' || (optind > 1 && !strcmp(argv[optind - 1], "--into")))
+				return sfs_cli_usage_error(&sfs_cmd_commit, "--into needs a directory");
+			return sfs_cli_usage_error(&sfs_cmd_commit, "unknown option '%s'",
+						   argv[optind - 1]);
+		}
+	}
+	if (optind == argc)
+		return sfs_cli_usage_error(&sfs_cmd_commit, "a RWBRANCH is needed");
+	if (optind + 1 < argc)
+		return sfs_cli_usage_error(&sfs_cmd_commit, "unexpected argument '%s'",
+					   argv[optind + 1]);
+	if (!c.into)
+		return sfs_cli_usage_error(&sfs_cmd_commit, "--into LOWERBRANCH is needed");
+	c.rw = argv[optind];
+	c.tty = isatty(STDERR_FILENO);
+	raise_nofile();
+
+	if (stat(c.rw, &rs) < 0 || stat(c.into, &ls) < 0) {
+		int e = errno;
+
+		efail(early, sizeof(early), "%s: %s\n", stat(c.rw, &rs) ? c.rw : c.into,
+			strerror(e));
+		status = SFS_EXIT_FAIL;
+		goto out;
+	}
+	if (!S_ISDIR(rs.st_mode) || !S_ISDIR(ls.st_mode)) {
+		efail(early, sizeof(early), "%s: %s\n", S_ISDIR(rs.st_mode) ? c.into : c.rw,
+			strerror(ENOTDIR));
+		status = SFS_EXIT_FAIL;
+		goto out;
+	}
+	status = check_branches(&c, &rs, &ls, err, sizeof(err));
+	if (status == 0)
+		status = check_leftovers(&c, err, sizeof(err));
+	if (status == SFS_EXIT_USAGE)
+		return sfs_cli_usage_error(&sfs_cmd_commit, "%s", err);
+	if (status) {
+		efail(early, sizeof(early), "%s\n", err);
+		goto out;
+	}
+	/* in use: a mount holds the rw branch's lock; a mount that uses the
+	 * lower branch read-only holds none: look at the running daemons */
+	for (int i = 0; i < 2; i++) {
+		const char *p = i ? c.into : c.rw;
+		int fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC), lk;
+
+		lk = fd < 0 ? -errno : sfs_meta_lock(fd, true);
+		if (fd >= 0)
+			close(fd);
+		if (lk == -EBUSY) {
+			efail(early, sizeof(early), "%s: branch is in use by a mounted stackfs "
+				"(unmount it first)\n", p);
+			status = SFS_EXIT_FAIL;
+			goto out;
+		}
+		if (lk < 0 && lk != -ENOENT && lk != -ENOTDIR) {
+			efail(early, sizeof(early), "%s/%s/%s: %s\n", p, SFS_METADIR_NAME,
+				SFS_META_LOCK, strerror(-lk));
+			status = SFS_EXIT_FAIL;
+			goto out;
+		}
+		if (i)
+			lock_lo = lk;
+		else
+			lock_rw = lk;
+		pid = daemon_using(i ? &ls : &rs);
+		if (pid > 0) {
+			efail(early, sizeof(early), "%s: branch is in use by a mounted stackfs "
+				"(stackfsd pid %d): unmount it first\n", p, (int)pid);
+			status = SFS_EXIT_FAIL;
+			goto out;
+		}
+	}
+	status = branches_below(&c, &ls, &below, &nbelow, err, sizeof(err));
+	if (status) {
+		efail(early, sizeof(early), "%s\n", err);
+		goto out;
+	}
+	paths = calloc(nbelow + 2, sizeof(*paths));
+	if (!paths) {
+		efail(early, sizeof(early), "%s\n", strerror(ENOMEM));
+		status = SFS_EXIT_FAIL;
+		goto out;
+	}
+	paths[0] = c.rw;
+	paths[1] = c.into;
+	for (size_t i = 0; i < nbelow; i++)
+		paths[i + 2] = below[i];
+	if (sfs_ch_union_open(&c.u, paths, (unsigned)nbelow + 2, err, sizeof(err)) < 0) {
+		efail(early, sizeof(early), "%s\n", err);
+		status = SFS_EXIT_FAIL;
+		goto out;
+	}
+	c.u.split = 2;
+	c.deep = nbelow > 0;
+	st1 = header_style(c.u.b[1].root_fd);
+	st0 = header_style(c.u.b[0].root_fd);
+	c.style = st1 >= 0 ? (enum sfs_whiteout_style)st1 :
+		  st0 >= 0 ? (enum sfs_whiteout_style)st0 : SFS_WH_AUFS;
+
+	/* what will change (also checks that everything can be read) */
+	ret = sfs_changes_list(&c.u, NULL, &ch);
+	if (ret < 0) {
+		efail(early, sizeof(early), "%s: %s: nothing was changed\n", c.rw,
+			ret == -EIO ? "some entries could not be read (see stackfs diff)"
+				    : strerror(-ret));
+		status = SFS_EXIT_FAIL;
+		goto out;
+	}
+	ret = apply(&c);
+	progress_erase(&c);
+	if (ret == 0 && !c.keep) {
+		ret = empty_rw(&c);
+		emptied = ret == 0;
+		if (ret == 0) {
+			int fd = openat(c.u.b[0].root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+			if (fd >= 0) {
+				syncfs(fd);
+				close(fd);
+			}
+		}
+	}
+	if (ret < 0) {
+		status = SFS_EXIT_FAIL;
+		fprintf(stderr, "stackfs: commit: %s: %s: %s\n", c.err_path ? c.err_path : "?",
+			c.err_what ? c.err_what : "", strerror(-c.err));
+		if (c.done == 0 && !c.stage_name[0])
+			fprintf(stderr, "stackfs: commit: stopped before anything was changed\n");
+		else if (emptied || (c.err_what && !strcmp(c.err_what, "emptying the rw branch")))
+			fprintf(stderr, "stackfs: commit: %s was committed into %s, but emptying %s "
+				"failed part way: it still holds some changes (already in %s)\n",
+				c.rw, c.into, c.rw, c.into);
+		else
+			fprintf(stderr, "stackfs: commit: stopped after %llu of %llu entries: %s is "
+				"partly changed; %s was left as it was%s%s%s\n",
+				(unsigned long long)c.done, (unsigned long long)c.total, c.into, c.rw,
+				c.stage_fd >= 0 ? " (moved directories wait in " : "",
+				c.stage_fd >= 0 ? c.stage_name : "", c.stage_fd >= 0 ? ")" : "");
+	} else if (!c.json) {
+		printf("%s committed into %s: %u added, %u changed, %u deleted; %s\n", c.rw, c.into,
+		       ch.added, ch.changed, ch.deleted,
+		       c.keep ? "the rw branch was kept (--keep)" : "the rw branch was emptied");
+	}
+out:
+	progress_erase(&c);
+	if (c.json)
+		print_json(&c, &ch, emptied, status, early);
+	sfs_changes_free(&ch);
+	commit_release(&c);
+	sfs_ch_names_free(below, nbelow);
+	free(paths);
+	if (lock_rw >= 0)
+		close(lock_rw);
+	if (lock_lo >= 0)
+		close(lock_lo);
+	return status;
+}
+
+const struct sfs_cmd sfs_cmd_commit = {
+	.name = "commit",
+	.run = run_commit,
+	.usage = "usage: stackfs commit [--keep] [--json] RWBRANCH --into LOWERBRANCH",
+	.summary = "Fold a rw branch into the branch below it",
+	.help =
+		"Applies the changes of RWBRANCH to LOWERBRANCH, the branch just below it:\n"
+		"new and changed files are copied (data with holes or as a reflink, owner,\n"
+		"mode, xattrs, ACLs, ns times, inode flags; hard links stay links), each\n"
+		"under a temporary name renamed into place; whiteouts become deletions,\n"
+		"opaque directories replace the lower ones, moved directories move the\n"
+		"lower ones. Afterwards LOWERBRANCH shows what the union of the two showed.\n"
+		"With branches below LOWERBRANCH in RWBRANCH's last mount (its\n"
+		".stackfs/lowers), LOWERBRANCH keeps whiteouts and marks where they are\n"
+		"needed to hide or find what those branches hold.\n"
+		"\n"
+		"  --into DIR  the lower branch (required)\n"
+		"  --keep      leave RWBRANCH as it is (else it is emptied, but .stackfs)\n"
+		"  --json      print the result as one JSON object\n"
+		"\n"
+		"Refused while either branch is used by a mounted stackfs.\n"
+		"Exit status: 0 success, 1 an error (what was done is reported), 2 usage.\n",
+};

@@ -1,0 +1,645 @@
+/* stackfs diff: what a rw branch changes relative to the branches below
+ * it, like `docker diff`: "A /path", "C /path", "D /path", sorted by path
+ * (whiteout/changes.c does the walk). Given a mount point, the highest rw
+ * branch of the mount and the branches below it; given a branch
+ * directory, the branches below it from --lower or from its last mount
+ * (.stackfs/lowers). */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "stackfs/branch.h"
+#include "stackfs/runtime.h"
+#include "whiteout/changes.h"
+#include "whiteout/metadir.h"
+
+#define PROGRESS_DELAY_NS 500000000LL   /* a tree that takes longer is big */
+#define PROGRESS_INTERVAL_NS 100000000LL /* at most ten updates a second */
+
+/* A branch of a live mount, highest first. */
+struct mbranch {
+	char *path;
+	bool rw;
+};
+
+/* Shared with cmd_commit.c (declared there): the branches of the daemon
+ * pid's command line, BRANCHES or -o upperdir=,lowerdir=. */
+int sfs_diff_daemon_branches(pid_t pid, struct mbranch **out, size_t *n,
+			     char *err, size_t errlen);
+void sfs_diff_mbranches_free(struct mbranch *v, size_t n);
+
+struct diff_out {
+	const char *what;
+	bool tty, shown;
+	long long start_ns, last_ns;
+	unsigned problems;
+};
+
+/* ------------------------------------------------------------ output */
+
+static long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void progress_erase(struct diff_out *o)
+{
+	if (o->shown) {
+		fputs("\r\033[K", stderr);
+		fflush(stderr);
+		o->shown = false;
+	}
+}
+
+static void on_progress(void *arg, uint64_t n, const char *path)
+{
+	struct diff_out *o = arg;
+	struct winsize ws;
+	int width = 80, room;
+	long long t;
+
+	if (!o->tty)
+		return;
+	t = now_ns();
+	if (t - o->start_ns < PROGRESS_DELAY_NS ||
+	    (o->shown && t - o->last_ns < PROGRESS_INTERVAL_NS))
+		return;
+	o->last_ns = t;
+	if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20)
+		width = ws.ws_col;
+	room = width - 40;
+	if (room < 10)
+		room = 10;
+	if ((int)strlen(path) > room)
+		fprintf(stderr, "\r\033[Kdiff: %llu entries: ...%s", (unsigned long long)n,
+			path + strlen(path) - (size_t)room + 3);
+	else
+		fprintf(stderr, "\r\033[Kdiff: %llu entries: %s", (unsigned long long)n, path);
+	fflush(stderr);
+	o->shown = true;
+}
+
+static void on_problem(void *arg, const char *path, int err)
+{
+	struct diff_out *o = arg;
+
+	progress_erase(o);
+	fprintf(stderr, "stackfs: diff: %s: %s%s\n", path, strerror(err),
+		err == EXDEV ? " (a mount point inside a branch: not looked into)" : "");
+	o->problems++;
+}
+
+/* One path a line: a backslash is written "\\", a newline "\n", other
+ * control characters "\xHH", so that every line is one path. */
+static void print_path(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '\\')
+			fputs("\\\\", f);
+		else if (c == '\n')
+			fputs("\\n", f);
+		else if (c < 0x20 || c == 0x7f)
+			fprintf(f, "\\x%02x", c);
+		else
+			fputc(c, f);
+	}
+}
+
+static void print_text(const struct sfs_changes *c)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		printf("%c ", c->v[i].kind);
+		print_path(stdout, c->v[i].path);
+		putchar('\n');
+	}
+}
+
+static void print_json(const struct sfs_changes *c)
+{
+	putchar('[');
+	for (size_t i = 0; i < c->n; i++) {
+		fputs(i ? ",\n  {\"path\": " : "\n  {\"path\": ", stdout);
+		sfs_json_str(stdout, c->v[i].path);
+		printf(", \"change\": \"%c\"", c->v[i].kind);
+		if (c->v[i].from) {
+			fputs(", \"from\": ", stdout);
+			sfs_json_str(stdout, c->v[i].from);
+		}
+		putchar('}');
+	}
+	fputs(c->n ? "\n]\n" : "]\n", stdout);
+}
+
+/* ------------------------------------------------------------ a live mount */
+
+void sfs_diff_mbranches_free(struct mbranch *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i].path);
+	free(v);
+}
+
+static int mb_push(struct mbranch **v, size_t *n, const char *path, size_t len, bool rw)
+{
+	struct mbranch *nv = realloc(*v, (*n + 1) * sizeof(**v));
+
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	nv[*n].path = strndup(path, len);
+	nv[*n].rw = rw;
+	if (!nv[*n].path)
+		return -ENOMEM;
+	(*n)++;
+	return 0;
+}
+
+/* The branches from the control channel's "list": one line per branch,
+ * "pos\tpath\tmode\tid\tfstype\tfree". */
+static int branches_from_ctl(const char *mp, struct mbranch **v, size_t *n)
+{
+	const char *words[] = { "list", NULL };
+	char err[256], *body = NULL, *save = NULL;
+	int ret = sfs_ctl_call(mp, words, &body, err, sizeof(err));
+
+	if (ret < 0)
+		return ret;
+	for (char *l = strtok_r(body, "\n", &save); ret == 0 && l; l = strtok_r(NULL, "\n", &save)) {
+		char *path = strchr(l, '\t'), *mode = path ? strchr(path + 1, '\t') : NULL;
+
+		if (!mode) {
+			ret = -EPROTO;
+			break;
+		}
+		path++;
+		ret = mb_push(v, n, path, (size_t)(mode - path), !strncmp(mode + 1, "rw\t", 3));
+	}
+	free(body);
+	if (ret == 0 && *n == 0)
+		ret = -EPROTO;
+	if (ret < 0) {
+		sfs_diff_mbranches_free(*v, *n);
+		*v = NULL;
+		*n = 0;
+	}
+	return ret;
+}
+
+/* "a\:b" → "a:b": the escapes of overlay-style lowerdir=, in place. */
+static size_t unescape_next(const char **pp, char sep, char *dst)
+{
+	const char *p = *pp;
+	size_t len = 0;
+
+	for (; *p && *p != sep; p++) {
+		if (*p == '\\' && p[1])
+			p++;
+		dst[len++] = *p;
+	}
+	*pp = p;
+	return len;
+}
+
+/* Branches from one -o argument with upperdir= and lowerdir= (FUSE
+ * options: ',' separates, "\," is a comma). */
+static int ovl_opts(const char *opts, char **upper, char **lower)
+{
+	char *copy = strdup(opts), *o = copy, *w = copy;
+
+	if (!copy)
+		return -ENOMEM;
+	/* split on unescaped commas, keeping other escapes for the value */
+	for (const char *p = opts;; p++) {
+		if (*p == '\\' && p[1] == ',') {
+			*w++ = ',';
+			p++;
+			continue;
+		}
+		if (*p == ',' || !*p) {
+			*w = '\0';
+			if (!strncmp(o, "upperdir=", 9)) {
+				free(*upper);
+				*upper = strdup(o + 9);
+			} else if (!strncmp(o, "lowerdir=", 9)) {
+				free(*lower);
+				*lower = strdup(o + 9);
+			}
+			if (!*p)
+				break;
+			o = w = w + 1;
+			continue;
+		}
+		*w++ = *p;
+	}
+	free(copy);
+	return 0;
+}
+
+static int push_resolved(struct mbranch **v, size_t *n, const char *cwd, const char *path,
+			 bool rw)
+{
+	char *abs = NULL;
+	int ret;
+
+	if (path[0] != '/' && asprintf(&abs, "%s/%s", cwd, path) < 0)
+		return -ENOMEM;
+	ret = mb_push(v, n, abs ? abs : path, strlen(abs ? abs : path), rw);
+	free(abs);
+	return ret;
+}
+
+int sfs_diff_daemon_branches(pid_t pid, struct mbranch **out, size_t *n,
+			     char *err, size_t errlen)
+{
+	char p[64], cwd[PATH_MAX], *args = NULL, *upper = NULL, *lower = NULL;
+	const char *pos = NULL;
+	struct mbranch *v = NULL;
+	size_t len = 0, cap = 0, nv = 0;
+	bool opts_only = false;
+	ssize_t k;
+	int fd, ret = 0;
+
+	*out = NULL;
+	*n = 0;
+	snprintf(p, sizeof(p), "/proc/%d/cwd", (int)pid);
+	k = readlink(p, cwd, sizeof(cwd) - 1);
+	cwd[k > 0 ? k : 0] = '\0';
+	snprintf(p, sizeof(p), "/proc/%d/cmdline", (int)pid);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: %s", p, strerror(errno));
+		return -errno;
+	}
+	for (;;) {
+		if (len + 4096 > cap) {
+			char *na = realloc(args, cap + 65536);
+
+			if (!na) {
+				ret = -ENOMEM;
+				break;
+			}
+			args = na;
+			cap += 65536;
+		}
+		k = read(fd, args + len, cap - len - 1);
+		if (k <= 0) {
+			ret = k < 0 ? -errno : 0;
+			break;
+		}
+		len += (size_t)k;
+	}
+	close(fd);
+	if (ret < 0 || !args) {
+		free(args);
+		snprintf(err, errlen, "%s: %s", p, strerror(ret ? -ret : EIO));
+		return ret ? ret : -EIO;
+	}
+	args[len] = '\0';
+	/* argv[0], then options ("-o OPTS", "-oOPTS", flags), "--", operands */
+	for (size_t i = strlen(args) + 1; i < len; i += strlen(args + i) + 1) {
+		const char *a = args + i;
+
+		if (!opts_only && !strcmp(a, "--")) {
+			opts_only = true;
+		} else if (!opts_only && !strcmp(a, "-o")) {
+			i += strlen(a) + 1;
+			if (i < len)
+				ret = ovl_opts(args + i, &upper, &lower);
+			continue;
+		} else if (!opts_only && !strncmp(a, "-o", 2)) {
+			ret = ovl_opts(a + 2, &upper, &lower);
+		} else if (!opts_only && a[0] == '-') {
+			continue;
+		} else if (!pos) {
+			pos = a;
+		}
+		if (ret < 0)
+			break;
+	}
+	if (ret == 0 && (upper || lower)) {
+		/* overlay style: upperdir the rw branch, lowerdir ro ones */
+		char *buf = malloc((upper ? strlen(upper) : 0) + (lower ? strlen(lower) : 0) + 2);
+		const char *q;
+
+		ret = buf ? 0 : -ENOMEM;
+		if (ret == 0 && upper) {
+			q = upper;
+			buf[unescape_next(&q, '\0', buf)] = '\0';
+			ret = push_resolved(&v, &nv, cwd, buf, true);
+		}
+		for (q = lower; ret == 0 && q && *q; q += *q == ':') {
+			size_t l = unescape_next(&q, ':', buf);
+
+			buf[l] = '\0';
+			if (l)
+				ret = push_resolved(&v, &nv, cwd, buf, false);
+		}
+		free(buf);
+	} else if (ret == 0 && pos) {
+		struct sfs_branch_spec *specs = NULL;
+		size_t ns = 0;
+		char perr[256];
+
+		ret = sfs_branch_spec_parse(pos, &specs, &ns, perr, sizeof(perr));
+		if (ret < 0)
+			snprintf(err, errlen, "command line of stackfsd pid %d: %s", (int)pid, perr);
+		for (size_t i = 0; ret == 0 && i < ns; i++)
+			ret = push_resolved(&v, &nv, cwd, specs[i].path,
+					    specs[i].mode == SFS_BRANCH_RW);
+		sfs_branch_spec_free(specs, ns);
+		if (ret < 0) {
+			free(args);
+			free(upper);
+			free(lower);
+			sfs_diff_mbranches_free(v, nv);
+			return ret;
+		}
+	} else if (ret == 0) {
+		ret = -ENOENT;
+	}
+	free(args);
+	free(upper);
+	free(lower);
+	if (ret < 0) {
+		snprintf(err, errlen, "no branches in the command line of stackfsd pid %d%s%s",
+			 (int)pid, ret == -ENOENT ? "" : ": ", ret == -ENOENT ? "" : strerror(-ret));
+		sfs_diff_mbranches_free(v, nv);
+		return ret;
+	}
+	*out = v;
+	*n = nv;
+	return 0;
+}
+
+/* The branches of the stackfs mount on mp, highest first: the daemon's
+ * own list through its control channel, else its command line. */
+static int mount_branches(const char *mp, unsigned ma, unsigned mi, struct mbranch **v,
+			  size_t *n, char *err, size_t errlen)
+{
+	pid_t pid;
+	int ret = branches_from_ctl(mp, v, n);
+
+	if (ret == 0)
+		return 0;
+	ret = sfs_runtime_pid(ma, mi, &pid);
+	if (ret < 0) {
+		snprintf(err, errlen, "%s: cannot find the daemon of the mount (%s/%u:%u/pid): %s",
+			 mp, sfs_runtime_base(), ma, mi, strerror(-ret));
+		return ret;
+	}
+	return sfs_diff_daemon_branches(pid, v, n, err, errlen);
+}
+
+/* ------------------------------------------------------------ command */
+
+/* A walk holds a few fds per directory level and branch: deep trees
+ * need more than the default 1024. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static const struct option long_opts[] = {
+	{ "json", no_argument, NULL, 'j' },
+	{ "lower", required_argument, NULL, 'l' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* A newer format may mark changes this stackfs cannot read. */
+static int check_format(const char *branch, char *err, size_t errlen)
+{
+	enum sfs_meta_state state;
+	char msg[256];
+	int fd = open(branch, O_PATH | O_DIRECTORY | O_CLOEXEC), ret;
+
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: %s", branch, strerror(errno));
+		return -errno;
+	}
+	ret = sfs_meta_check(fd, &state, msg, sizeof(msg));
+	close(fd);
+	if (ret == -EPROTONOSUPPORT) {
+		snprintf(err, errlen, "%s: %s", branch, msg);
+		return ret;
+	}
+	return 0;
+}
+
+/* The branch list to diff (the rw branch first) from the operand and
+ * --lower. Exit code, or 0 with *paths. */
+static int pick_branches(const char *target, char **lowers, size_t nlowers,
+			 char ***paths, size_t *npaths, char *err, size_t errlen)
+{
+	unsigned ma, mi;
+	char type[64];
+	char **v = NULL;
+	size_t n = 0;
+	int ret = sfs_runtime_find_mount(target, &ma, &mi, type, sizeof(type));
+
+	if (ret == 0 && !strcmp(type, "fuse.stackfs")) {
+		struct mbranch *mb = NULL;
+		size_t nmb = 0, top;
+
+		if (nlowers) {
+			snprintf(err, errlen, "--lower is for a branch directory, not a mount point");
+			return SFS_EXIT_USAGE;
+		}
+		ret = mount_branches(target, ma, mi, &mb, &nmb, err, errlen);
+		if (ret < 0)
+			return SFS_EXIT_FAIL;
+		for (top = 0; top < nmb && !mb[top].rw; top++)
+			;
+		if (top == nmb) {
+			snprintf(err, errlen, "%s: the mount has no rw branch", target);
+			sfs_diff_mbranches_free(mb, nmb);
+			return SFS_EXIT_FAIL;
+		}
+		v = calloc(nmb - top, sizeof(*v));
+		for (size_t i = top; v && i < nmb; i++) {
+			v[n++] = mb[i].path;
+			mb[i].path = NULL;
+		}
+		sfs_diff_mbranches_free(mb, nmb);
+		if (!v) {
+			snprintf(err, errlen, "%s", strerror(ENOMEM));
+			return SFS_EXIT_FAIL;
+		}
+	} else {
+		char **below = NULL;
+		size_t nbelow = 0;
+
+		if (!nlowers) {
+			int fd = open(target, O_PATH | O_DIRECTORY | O_CLOEXEC);
+			char msg[300];
+
+			if (fd < 0) {
+				snprintf(err, errlen, "%s: %s", target, strerror(errno));
+				return SFS_EXIT_FAIL;
+			}
+			ret = sfs_ch_lowers_below(fd, &below, &nbelow, msg, sizeof(msg));
+			close(fd);
+			if (ret < 0) {
+				snprintf(err, errlen, "%s: %s%s", target, msg,
+					 ret == -ENOENT || ret == -ESRCH ?
+					 "; name the branches below it with --lower" : "");
+				return SFS_EXIT_FAIL;
+			}
+		}
+		v = calloc(1 + nlowers + nbelow, sizeof(*v));
+		if (v) {
+			v[n++] = strdup(target);
+			for (size_t i = 0; i < nlowers; i++)
+				v[n++] = strdup(lowers[i]);
+			for (size_t i = 0; i < nbelow; i++)
+				v[n++] = below[i];
+		}
+		free(below);
+		for (size_t i = 0; v && i < n; i++)
+			if (!v[i])
+				ret = -ENOMEM;
+		if (!v || ret == -ENOMEM) {
+			sfs_ch_names_free(v, n);
+			snprintf(err, errlen, "%s", strerror(ENOMEM));
+			return SFS_EXIT_FAIL;
+		}
+	}
+	*paths = v;
+	*npaths = n;
+	return 0;
+}
+
+static int run_diff(int argc, char **argv)
+{
+	struct diff_out o = { .what = "diff" };
+	struct sfs_changes_opts co = { .progress = on_progress, .problem = on_problem, .arg = &o };
+	struct sfs_changes ch = { 0 };
+	struct sfs_ch_union u;
+	char **lowers = NULL, **paths = NULL, err[700];
+	size_t nlowers = 0, npaths = 0;
+	bool json = false;
+	int c, ret, status;
+
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "jl:", long_opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = true;
+			break;
+		case 'l': {
+			char **nv = realloc(lowers, (nlowers + 1) * sizeof(*nv));
+
+			if (!nv) {
+				free(lowers);
+				fprintf(stderr, "stackfs: diff: %s\n", strerror(ENOMEM));
+				return SFS_EXIT_FAIL;
+			}
+			lowers = nv;
+			lowers[nlowers++] = optarg;
+			break;
+		}
+		default:
+			free(lowers);
+			if (optopt == 'l' || (optind > 1 && !strcmp(argv[optind - 1], "--lower")))
+				return sfs_cli_usage_error(&sfs_cmd_diff, "--lower needs a directory");
+			return sfs_cli_usage_error(&sfs_cmd_diff, "unknown option '%s'",
+						   argv[optind - 1]);
+		}
+	}
+	if (optind + 1 != argc) {
+		free(lowers);
+		if (optind == argc)
+			return sfs_cli_usage_error(&sfs_cmd_diff, "a BRANCH or MOUNTPOINT is needed");
+		return sfs_cli_usage_error(&sfs_cmd_diff, "unexpected argument '%s'",
+					   argv[optind + 1]);
+	}
+	raise_nofile();
+	status = pick_branches(argv[optind], lowers, nlowers, &paths, &npaths, err, sizeof(err));
+	free(lowers);
+	if (status == SFS_EXIT_USAGE)
+		return sfs_cli_usage_error(&sfs_cmd_diff, "%s", err);
+	if (status) {
+		fprintf(stderr, "stackfs: diff: %s\n", err);
+		return status;
+	}
+	if (check_format(paths[0], err, sizeof(err)) < 0 ||
+	    sfs_ch_union_open(&u, (const char *const *)paths, (unsigned)npaths, err,
+			      sizeof(err)) < 0) {
+		fprintf(stderr, "stackfs: diff: %s\n", err);
+		sfs_ch_names_free(paths, npaths);
+		return SFS_EXIT_FAIL;
+	}
+	o.tty = isatty(STDERR_FILENO);
+	o.start_ns = now_ns();
+	ret = sfs_changes_list(&u, &co, &ch);
+	progress_erase(&o);
+	if (ret == -ENOMEM) {
+		fprintf(stderr, "stackfs: diff: %s\n", strerror(ENOMEM));
+		status = SFS_EXIT_FAIL;
+	} else {
+		if (json)
+			print_json(&ch);
+		else
+			print_text(&ch);
+		if (fflush(stdout) != 0 || ferror(stdout)) {
+			fprintf(stderr, "stackfs: diff: writing the output: %s\n", strerror(errno));
+			status = SFS_EXIT_FAIL;
+		}
+		if (ret < 0) {
+			fprintf(stderr, "stackfs: diff: %u entr%s could not be read (see above): "
+				"the list is incomplete\n", o.problems, o.problems == 1 ? "y" : "ies");
+			status = SFS_EXIT_FAIL;
+		}
+	}
+	sfs_changes_free(&ch);
+	sfs_ch_union_close(&u);
+	sfs_ch_names_free(paths, npaths);
+	return status;
+}
+
+const struct sfs_cmd sfs_cmd_diff = {
+	.name = "diff",
+	.run = run_diff,
+	.usage = "usage: stackfs diff [--json] [--lower DIR]... BRANCH|MOUNTPOINT",
+	.summary = "List what a rw branch changes relative to the branches below it",
+	.help =
+		"One line per changed path, sorted by path (bytes), like docker diff:\n"
+		"  A /path   added: not in the branches below\n"
+		"  C /path   changed: a file of the rw branch over one below, a directory\n"
+		"            whose type, mode, owner or xattrs changed, an opaque directory\n"
+		"            (its content replaced) or a moved one landing on a name below\n"
+		"  D /path   deleted: a whiteout hides it (a directory: only its own line)\n"
+		"A moved directory shows as D of its old path and A of the new one, then\n"
+		"what changed inside it relative to its old content. In a path, '\\' is\n"
+		"written '\\\\', a newline '\\n', other control characters '\\xHH'.\n"
+		"\n"
+		"MOUNTPOINT: the highest rw branch of that live mount, against the\n"
+		"branches below it. BRANCH: a branch directory, against the branches\n"
+		"below it in its last mount (BRANCH/.stackfs/lowers), or:\n"
+		"  --lower DIR  a branch below BRANCH, highest first (repeat)\n"
+		"  --json       print an array of {\"path\", \"change\"} objects (a moved\n"
+		"               directory also has \"from\": its old path)\n"
+		"\n"
+		"Exit status: 0 (also when there are changes), 1 an operation error (an\n"
+		"entry that could not be read: the list is printed but incomplete), 2 a\n"
+		"usage error.\n",
+};
