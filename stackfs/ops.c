@@ -57,4 +57,8 @@ void sfs_op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want |= want & conn->capable;
 	/* exports would send lookups of "." and "..", which we refuse */
 	conn->want &= ~(unsigned)FUSE_CAP_EXPORT_SUPPORT;
+	/* The kernel clears set-user-ID and set-group-ID bits on write,
+	 * truncate and chown itself then (with a setattr): the daemon writes
+	 * as root, which keeps them. */
+	conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
 }
