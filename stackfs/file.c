@@ -245,6 +245,13 @@ void sfs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 void sfs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		  struct fuse_file_info *fi)
 {
+	/* With the writeback cache the kernel may hold data the branch has
+	 * not seen: ENOSYS makes it answer SEEK_DATA/SEEK_HOLE itself, from
+	 * what it knows, rather than a hole where dirty pages are. */
+	if (sfs_m.opts.writeback) {
+		sfs_reply_err(req, ENOSYS);
+		return;
+	}
 	off_t r = lseek(sfs_file_fd(file_of(fi)), off, whence);
 
 	if (r < 0)

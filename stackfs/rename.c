@@ -142,11 +142,19 @@ static int end_up(struct rn_end *e)
 		sfs_node_unref(n);
 		return ret;
 	}
-	ret = sfs_node_writable(n, &st);
+	/* the copy must land at this name, not at another hard link's */
+	ret = sfs_node_move(n, e->parent, e->name);
+	if (ret == 0) {
+		sfs_node_set_stack(n, sfs_stack_get(e->st));
+		ret = sfs_node_writable(n, &st);
+	}
 	sfs_node_unref(n);
 	if (ret < 0)
 		return ret;
 	sfs_stack_put(st);
+	/* the copy-up may have given the parent its upper directory */
+	sfs_stack_put(e->pst);
+	e->pst = sfs_node_stack(e->parent);
 	ret = end_resolve(e);
 	if (ret == 0 && (int)e->st->l[0].bidx != e->st->snap->top_rw)
 		ret = -EXDEV;
