@@ -240,6 +240,22 @@ open(f, "ab").write(d[168 * 3:168 * 4])   # branch 2 again
 	[[ ! -e $UP/.stackfs/index/00000001-000000000000002b ]]
 }
 
+@test "work/ or index/ that is not a directory: reported, not repaired, nothing removed" {
+	local d
+	for d in work index; do
+		rm -rf "$UP/.stackfs/$d"
+		echo keep >"$UP/.stackfs/$d"
+		run_fsck --repair "$UP"
+		assert_fsck_status 4
+		assert_output --partial "[${d^^}_NOT_DIR]"
+		[[ $(cat "$UP/.stackfs/$d") == keep ]] || fail "$d was changed"
+		rm "$UP/.stackfs/$d"
+		mkdir "$UP/.stackfs/$d"
+	done
+	run_fsck "$UP"
+	assert_fsck_status 0
+}
+
 # ------------------------------------------------------------ origin records
 
 @test "dangling origin record: found, removed" {

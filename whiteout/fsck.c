@@ -722,26 +722,38 @@ static void check_lowers_file(struct fsck *f)
 		done(f, p, sfs_meta_remove_tree(f->meta_fd, SFS_META_LOWERS));
 }
 
+/* Opens and lists the metadata subdirectory NAME (PATH for messages).
+ * Returns its fd with the names in *v, or -1 when there is nothing to
+ * walk: it is missing, not a directory (reported as NOT_DIR) or
+ * unreadable (reported). */
+static int open_meta_listing(struct fsck *f, const char *name, const char *path,
+			     enum sfs_problem_code not_dir, char ***v, size_t *n)
+{
+	int fd = sfs_meta_openat(f->meta_fd, name, O_PATH | O_DIRECTORY, 0);
+	int ret = fd;
+
+	if (fd >= 0)
+		ret = list_dir(fd, v, n);
+	if (ret == 0)
+		return fd;
+	if (ret == -ENOTDIR || ret == -ELOOP)
+		found(f, not_dir, false, path, NULL);
+	else if (ret != -ENOENT)
+		message(f, true, "%s: %s", path + 1, strerror(-ret));
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
 static void check_work(struct fsck *f)
 {
 	const char *path = "/" SFS_METADIR_NAME "/" SFS_META_WORK;
 	char **v;
 	size_t n;
-	int fd = sfs_meta_openat(f->meta_fd, SFS_META_WORK, O_PATH | O_DIRECTORY, 0);
-	int ret;
+	int fd = open_meta_listing(f, SFS_META_WORK, path, SFS_PR_WORK_NOT_DIR, &v, &n);
 
-	if (fd == -ENOENT)
+	if (fd < 0)
 		return;
-	if (fd == -ENOTDIR || fd == -ELOOP) {
-		found(f, SFS_PR_WORK_NOT_DIR, false, path, NULL);
-		return;
-	}
-	if (fd < 0 || (ret = list_dir(fd, &v, &n)) < 0) {
-		message(f, true, "%s: %s", path + 1, strerror(fd < 0 ? -fd : -ret));
-		if (fd >= 0)
-			close(fd);
-		return;
-	}
 	for (size_t i = 0; i < n; i++) {
 		char *p = join(path, v[i]);
 		struct sfs_fsck_problem *pr = p ? found(f, SFS_PR_WORK_LEFTOVER, true, p, NULL) : NULL;
@@ -776,21 +788,10 @@ static void check_index(struct fsck *f)
 	const char *path = "/" SFS_METADIR_NAME "/" SFS_META_INDEX;
 	char **v;
 	size_t n;
-	int fd = sfs_meta_openat(f->meta_fd, SFS_META_INDEX, O_PATH | O_DIRECTORY, 0);
-	int ret;
+	int fd = open_meta_listing(f, SFS_META_INDEX, path, SFS_PR_INDEX_NOT_DIR, &v, &n);
 
-	if (fd == -ENOENT)
+	if (fd < 0)
 		return;
-	if (fd == -ENOTDIR || fd == -ELOOP) {
-		found(f, SFS_PR_INDEX_NOT_DIR, false, path, NULL);
-		return;
-	}
-	if (fd < 0 || (ret = list_dir(fd, &v, &n)) < 0) {
-		message(f, true, "%s: %s", path + 1, strerror(fd < 0 ? -fd : -ret));
-		if (fd >= 0)
-			close(fd);
-		return;
-	}
 	for (size_t i = 0; i < n; i++) {
 		char *p = join(path, v[i]);
 		struct sfs_fsck_problem *pr;
