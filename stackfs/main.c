@@ -161,6 +161,10 @@ static int serve(struct fuse_session *se, const struct sfs_opts *o)
 		sfs_log(SFS_LOG_WARN, "cannot publish pid under %s", sfs_runtime_base());
 	else if (sfs_control_start() < 0)
 		sfs_log(SFS_LOG_WARN, "cannot start the control channel");
+	/* before the loop: the INIT reply must find the window set */
+	if (o->readahead_kb && (ret = sfs_readahead_set(o->mountpoint, o->readahead_kb)) < 0)
+		sfs_log(SFS_LOG_WARN, "cannot set the readahead window to %u KiB: %s",
+			o->readahead_kb, strerror(-ret));
 	if (notify >= 0) {
 		detach_stdio();
 		if (write(notify, "", 1) != 1)

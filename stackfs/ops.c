@@ -55,6 +55,7 @@ void sfs_op_init(void *userdata, struct fuse_conn_info *conn)
 	if (sfs_m.opts.writeback)
 		want |= FUSE_CAP_WRITEBACK_CACHE;
 	conn->want |= want & conn->capable;
+	sfs_readahead_want(conn, sfs_m.opts.readahead_kb);
 	/* exports would send lookups of "." and "..", which we refuse */
 	conn->want &= ~(unsigned)FUSE_CAP_EXPORT_SUPPORT;
 	/* The kernel clears set-user-ID and set-group-ID bits on write,

@@ -272,6 +272,7 @@ int sfs_opts_parse(struct fuse_args *args, struct sfs_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->timeout = 60.0;
+	o->readahead_kb = 512;
 	o->whiteout = SFS_WH_AUFS;
 	if (fuse_opt_parse(args, o, table, opt_proc) < 0) {
 		ovl_free();

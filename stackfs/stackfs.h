@@ -26,6 +26,7 @@ struct sfs_opts {
 	int fsync;                /* fsync copies before they are placed */
 	int upgrade;              /* upgrade an older metadata format */
 	int writeback;            /* the kernel's writeback cache */
+	unsigned readahead_kb;    /* readahead window; 0: the kernel's */
 	enum sfs_whiteout_style whiteout;
 	int show_help;
 	int show_version;
@@ -301,6 +302,10 @@ struct sfs_snap *sfs_snap_current(void);
 void sfs_notify_attr(struct sfs_node *n);
 /* The root's stack for a snapshot, and the identity of its lowest layer. */
 int sfs_root_stack(struct sfs_snap *s, struct sfs_stack **out, struct stat *id);
+
+/* ---- readahead.c: the readahead window of the mount -------------------- */
+int sfs_readahead_set(const char *mountpoint, unsigned kib);
+void sfs_readahead_want(struct fuse_conn_info *conn, unsigned kib);
 
 /* ---- control.c: the control channel ----------------------------------- */
 /* Starts the control server of the mount (its thread), after publishing. */
