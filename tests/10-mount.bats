@@ -354,3 +354,12 @@ names() {
 	names "$T/nomnt"
 	[[ ! -e $T/nomnt ]]
 }
+
+@test "the mount's readahead window is 512 KiB (sequential reads: a quarter of the round trips)" {
+	sfs_mount "$UP:$LO=ro" "$MNT"
+	local dev
+	dev=$(mountpoint -d "$MNT")
+	[[ $(cat "/sys/class/bdi/$dev/read_ahead_kb") == 512 ]] ||
+		fail "read_ahead_kb of $dev: $(cat "/sys/class/bdi/$dev/read_ahead_kb")"
+	[[ $(cat "$MNT/l") == lo ]]
+}
