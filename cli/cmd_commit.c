@@ -33,10 +33,10 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/progress.h"
 #include "stackfs/datacopy.h"
 #include "stackfs/runtime.h"
 #include "whiteout/changes.h"
@@ -45,7 +45,6 @@
 #include "whiteout/whiteout.h"
 #include "xattr/xattr.h"
 
-#define PROGRESS_INTERVAL_NS 100000000LL
 #define TMP_PREFIX ".wh..wh.sfs-commit."   /* hidden by the union if left */
 #define STAGE_PREFIX ".wh..wh.sfs-moved."
 
@@ -84,7 +83,7 @@ struct indexed {
 
 struct commit {
 	const char *rw, *into;
-	bool keep, json, tty, deep;
+	bool keep, json, deep;
 	struct sfs_ch_union u;         /* b[0] rw, b[1] into, b[2..] below it */
 	enum sfs_whiteout_style style; /* of marks written into the lower branch */
 	int stage_fd;                  /* staging dir in the lower branch, or -1 */
@@ -98,8 +97,7 @@ struct commit {
 	unsigned seq;
 	/* progress */
 	uint64_t done, total;
-	long long last_ns;
-	bool shown;
+	struct sfs_progress bar;
 	/* the first error */
 	int err;
 	char *err_path;
@@ -108,52 +106,16 @@ struct commit {
 
 /* ------------------------------------------------------------ output */
 
-static long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static void progress_erase(struct commit *c)
-{
-	if (c->shown) {
-		fputs("\r\033[K", stderr);
-		fflush(stderr);
-		c->shown = false;
-	}
-}
-
 static void progress(struct commit *c, const char *path)
 {
-	struct winsize ws;
-	int width = 80, room;
-	long long t;
+	char prefix[80];
 
 	c->done++;
-	if (!c->tty)
+	if (!sfs_progress_due(&c->bar))
 		return;
-	t = now_ns();
-	if (c->shown && t - c->last_ns < PROGRESS_INTERVAL_NS)
-		return;
-	c->last_ns = t;
-	if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20)
-		width = ws.ws_col;
-	room = width - 45;
-	if (room < 10)
-		room = 10;
-	if (!path[0])
-		path = "/";
-	if ((int)strlen(path) > room)
-		fprintf(stderr, "\r\033[Kcommit: %llu/%llu entries: ...%s",
-			(unsigned long long)c->done, (unsigned long long)c->total,
-			path + strlen(path) - (size_t)room + 3);
-	else
-		fprintf(stderr, "\r\033[Kcommit: %llu/%llu entries: %s",
-			(unsigned long long)c->done, (unsigned long long)c->total, path);
-	fflush(stderr);
-	c->shown = true;
+	snprintf(prefix, sizeof(prefix), "commit: %llu/%llu entries: ",
+		 (unsigned long long)c->done, (unsigned long long)c->total);
+	sfs_progress_show(&c->bar, prefix, path[0] ? path : "/");
 }
 
 /* Records the first error: what failed, on which path (of the view), and
@@ -1781,7 +1743,7 @@ static int run_commit(int argc, char **argv)
 	if (!c.into)
 		return sfs_cli_usage_error(&sfs_cmd_commit, "--into LOWERBRANCH is needed");
 	c.rw = argv[optind];
-	c.tty = isatty(STDERR_FILENO);
+	sfs_progress_init(&c.bar, 0);
 	raise_nofile();
 
 	if (stat(c.rw, &rs) < 0 || stat(c.into, &ls) < 0) {
@@ -1877,7 +1839,7 @@ static int run_commit(int argc, char **argv)
 		goto out;
 	}
 	ret = apply(&c);
-	progress_erase(&c);
+	sfs_progress_erase(&c.bar);
 	if (ret == 0 && !c.keep) {
 		ret = empty_rw(&c);
 		emptied = ret == 0;
@@ -1912,7 +1874,7 @@ static int run_commit(int argc, char **argv)
 		       c.keep ? "the rw branch was kept (--keep)" : "the rw branch was emptied");
 	}
 out:
-	progress_erase(&c);
+	sfs_progress_erase(&c.bar);
 	if (c.json)
 		print_json(&c, &ch, emptied, status, early);
 	sfs_changes_free(&ch);

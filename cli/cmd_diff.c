@@ -11,19 +11,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/progress.h"
 #include "stackfs/branch.h"
 #include "stackfs/runtime.h"
 #include "whiteout/changes.h"
 #include "whiteout/metadir.h"
 
 #define PROGRESS_DELAY_NS 500000000LL   /* a tree that takes longer is big */
-#define PROGRESS_INTERVAL_NS 100000000LL /* at most ten updates a second */
 
 /* A branch of a live mount, highest first. */
 struct mbranch {
@@ -39,63 +37,28 @@ void sfs_diff_mbranches_free(struct mbranch *v, size_t n);
 
 struct diff_out {
 	const char *what;
-	bool tty, shown;
-	long long start_ns, last_ns;
+	struct sfs_progress bar;
 	unsigned problems;
 };
 
 /* ------------------------------------------------------------ output */
 
-static long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static void progress_erase(struct diff_out *o)
-{
-	if (o->shown) {
-		fputs("\r\033[K", stderr);
-		fflush(stderr);
-		o->shown = false;
-	}
-}
-
 static void on_progress(void *arg, uint64_t n, const char *path)
 {
 	struct diff_out *o = arg;
-	struct winsize ws;
-	int width = 80, room;
-	long long t;
+	char prefix[64];
 
-	if (!o->tty)
+	if (!sfs_progress_due(&o->bar))
 		return;
-	t = now_ns();
-	if (t - o->start_ns < PROGRESS_DELAY_NS ||
-	    (o->shown && t - o->last_ns < PROGRESS_INTERVAL_NS))
-		return;
-	o->last_ns = t;
-	if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20)
-		width = ws.ws_col;
-	room = width - 40;
-	if (room < 10)
-		room = 10;
-	if ((int)strlen(path) > room)
-		fprintf(stderr, "\r\033[Kdiff: %llu entries: ...%s", (unsigned long long)n,
-			path + strlen(path) - (size_t)room + 3);
-	else
-		fprintf(stderr, "\r\033[Kdiff: %llu entries: %s", (unsigned long long)n, path);
-	fflush(stderr);
-	o->shown = true;
+	snprintf(prefix, sizeof(prefix), "diff: %llu entries: ", (unsigned long long)n);
+	sfs_progress_show(&o->bar, prefix, path);
 }
 
 static void on_problem(void *arg, const char *path, int err)
 {
 	struct diff_out *o = arg;
 
-	progress_erase(o);
+	sfs_progress_erase(&o->bar);
 	fprintf(stderr, "stackfs: diff: %s: %s%s\n", path, strerror(err),
 		err == EXDEV ? " (a mount point inside a branch: not looked into)" : "");
 	o->problems++;
@@ -588,10 +551,9 @@ static int run_diff(int argc, char **argv)
 		sfs_ch_names_free(paths, npaths);
 		return SFS_EXIT_FAIL;
 	}
-	o.tty = isatty(STDERR_FILENO);
-	o.start_ns = now_ns();
+	sfs_progress_init(&o.bar, PROGRESS_DELAY_NS);
 	ret = sfs_changes_list(&u, &co, &ch);
-	progress_erase(&o);
+	sfs_progress_erase(&o.bar);
 	if (ret == -ENOMEM) {
 		fprintf(stderr, "stackfs: diff: %s\n", strerror(ENOMEM));
 		status = SFS_EXIT_FAIL;

@@ -11,24 +11,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/progress.h"
 #include "whiteout/fsck.h"
 #include "whiteout/metadir.h"
 
 #define FSCK_EXIT_OPERR SFS_FSCK_OPERR
-#define PROGRESS_INTERVAL_NS 100000000LL /* at most ten updates a second */
 
 struct out {
 	const char *branch;
 	bool json, repair;
 	/* progress line */
-	bool tty, shown;
-	long long last_ns;
+	struct sfs_progress bar;
 	/* collected for --json */
 	struct sfs_fsck_problem *probs;
 	size_t nprobs;
@@ -38,49 +35,16 @@ struct out {
 
 /* ------------------------------------------------------------ output */
 
-static long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static void progress_erase(struct out *o)
-{
-	if (o->shown) {
-		fputs("\r\033[K", stderr);
-		fflush(stderr);
-		o->shown = false;
-	}
-}
-
 static void on_progress(void *arg, uint64_t entries, const char *path)
 {
 	struct out *o = arg;
-	struct winsize ws;
-	long long t;
-	int width = 80, room;
+	char prefix[64];
 
-	if (!o->tty)
+	if (!sfs_progress_due(&o->bar))
 		return;
-	t = now_ns();
-	if (o->shown && t - o->last_ns < PROGRESS_INTERVAL_NS)
-		return;
-	o->last_ns = t;
-	if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20)
-		width = ws.ws_col;
-	room = width - 40;
-	if (room < 10)
-		room = 10;
-	if ((int)strlen(path) > room)
-		fprintf(stderr, "\r\033[Kfsck: %llu entries checked: ...%s",
-			(unsigned long long)entries, path + strlen(path) - (size_t)room + 3);
-	else
-		fprintf(stderr, "\r\033[Kfsck: %llu entries checked: %s",
-			(unsigned long long)entries, path);
-	fflush(stderr);
-	o->shown = true;
+	snprintf(prefix, sizeof(prefix), "fsck: %llu entries checked: ",
+		 (unsigned long long)entries);
+	sfs_progress_show(&o->bar, prefix, path);
 }
 
 static void push(char ***v, size_t *n, const char *s)
@@ -98,7 +62,7 @@ static void on_message(void *arg, bool error, const char *msg)
 {
 	struct out *o = arg;
 
-	progress_erase(o);
+	sfs_progress_erase(&o->bar);
 	if (error) {
 		fprintf(stderr, "stackfs: fsck: %s: %s\n", o->branch, msg);
 		push(&o->errors, &o->nerrors, msg);
@@ -114,7 +78,7 @@ static void on_report(void *arg, const struct sfs_fsck_problem *p)
 	const struct sfs_problem_desc *d = sfs_problem_desc(p->code);
 	struct out *o = arg;
 
-	progress_erase(o);
+	sfs_progress_erase(&o->bar);
 	if (o->json) {
 		struct sfs_fsck_problem *v = realloc(o->probs, (o->nprobs + 1) * sizeof(*v));
 
@@ -358,7 +322,7 @@ static int run_fsck(int argc, char **argv)
 	}
 	o.branch = argv[optind];
 
-	o.tty = isatty(STDERR_FILENO);
+	sfs_progress_init(&o.bar, 0);
 	root_fd = open(o.branch, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (root_fd < 0) {
 		on_message(&o, true, strerror(errno));
@@ -399,7 +363,7 @@ static int run_fsck(int argc, char **argv)
 	fo.progress = on_progress;
 	fo.arg = &o;
 	status = sfs_fsck_run(&fo, &res);
-	progress_erase(&o);
+	sfs_progress_erase(&o.bar);
 	if (!o.json) {
 		if (!res.found && !res.op_error)
 			printf("%s: clean\n", o.branch);
