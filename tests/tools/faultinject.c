@@ -25,7 +25,12 @@
  * chown, utimes, inode flags) mkdir symlink mknod.
  *
  * syscall(2) is interposed too: the daemon calls openat2 and the *xattrat
- * calls that way, glibc having no wrappers for them. */
+ * calls that way, glibc having no wrappers for them.
+ *
+ * SFS_FI_OPENAT2_EMULATE=1 (independent of the rest): openat2 of one
+ * name component becomes openat with the same flags and mode, for
+ * valgrind 3.19, which does not know openat2 (the RESOLVE_* limits are
+ * lost: only for tests on trusted branches). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -76,6 +81,7 @@ static struct {
 } cfg;
 
 static char ctl_path[512], log_path[512];
+static bool emulate_openat2;
 static char roots[8][512];
 static int nroots;
 
@@ -225,6 +231,7 @@ __attribute__((constructor)) static void fi_init(void)
 	struct sigaction sa = { .sa_handler = on_arm, .sa_flags = SA_RESTART };
 
 	find_reals();
+	emulate_openat2 = getenv("SFS_FI_OPENAT2_EMULATE") != NULL;
 	if (!ctl || !ctl[0])
 		return;
 	snprintf(ctl_path, sizeof(ctl_path), "%s", ctl);
@@ -514,6 +521,15 @@ int symlinkat(const char *t, int d, const char *p) { AT_CALL(K_SYMLINK, d, p, re
 int mknod(const char *p, mode_t m, dev_t v) { AT_CALL(K_MKNOD, AT_FDCWD, p, real_mknod(p, m, v)); }
 int mknodat(int d, const char *p, mode_t m, dev_t v) { AT_CALL(K_MKNOD, d, p, real_mknodat(d, p, m, v)); }
 
+static long openat2_as_openat(int dirfd, const char *name, const struct open_how *how)
+{
+	if (strchr(name, '/')) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return real_openat(dirfd, name, (int)how->flags, (mode_t)how->mode);
+}
+
 /* openat2 and the *xattrat calls have no glibc wrappers. */
 long syscall(long nr, ...)
 {
@@ -524,6 +540,8 @@ long syscall(long nr, ...)
 	for (int i = 0; i < 6; i++)
 		a[i] = va_arg(ap, long);
 	va_end(ap);
+	if (nr == SYS_openat2 && emulate_openat2)
+		return openat2_as_openat((int)a[0], (const char *)a[1], (const struct open_how *)a[2]);
 	if (nr == SYS_openat2 && a[2] &&
 	    open_changes((int)((const struct open_how *)a[2])->flags))
 		AT_CALL(K_OPEN, (int)a[0], (const char *)a[1],
