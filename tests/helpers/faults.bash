@@ -136,7 +136,7 @@ wl_recreate_setup() {
 }
 WL_recreate=(
 	'rm f1'
-	'printf "new\n" >f1'
+	': >f1'
 	'rm d1/a'
 	'rm d1/b'
 	'rmdir d1'
