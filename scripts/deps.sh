@@ -6,6 +6,7 @@ pkgs=(
 	build-essential pkg-config libfuse3-dev fuse3 libattr1-dev libacl1-dev
 	bats bats-support bats-assert xfsprogs e2fsprogs acl attr util-linux
 	mount kmod coreutils findutils procps rsync tar python3 man-db groff-base
+	valgrind
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -251,6 +252,41 @@ void sfs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	reply_entry(req, ret, &e);
 }
 
+/* Removes directory dirfd/name of a rw branch: renamed into the branch's
+ * staging directory first, in one step, then emptied of its whiteouts and
+ * removed there. Its whiteouts hide lower entries until the directory is
+ * gone from the view, so they go last (removed first, a crash between two
+ * of them showed the lower entries again). What a failure after the
+ * rename leaves in the staging directory is removed at the next mount. */
+static int remove_dir(int dirfd, const char *name, int workfd)
+{
+	char tmp[64];
+	int fd, ret;
+
+	if (workfd < 0) { /* no staging directory: the old order */
+		ret = sfs_path_fd(dirfd, name);
+		if (ret >= 0) {
+			fd = ret;
+			ret = sfs_wh_clear_dir(fd);
+			close(fd);
+		}
+		return ret < 0 ? ret : unlinkat(dirfd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
+	}
+	sfs_temp_name(tmp, "rm");
+	if (renameat2(dirfd, name, workfd, tmp, RENAME_NOREPLACE) < 0)
+		return -errno;
+	fd = sfs_path_fd(workfd, tmp);
+	ret = fd < 0 ? fd : sfs_wh_clear_dir(fd);
+	if (fd >= 0)
+		close(fd);
+	if (ret == 0 && unlinkat(workfd, tmp, AT_REMOVEDIR) < 0)
+		ret = -errno;
+	if (ret < 0)
+		sfs_log(SFS_LOG_WARN, "rmdir %s: left in the staging directory as %s (%s)",
+			name, tmp, strerror(-ret));
+	return 0;
+}
+
 /* Removes parent/name, whose resolution is est. Where branches below
  * still hold the name, a whiteout goes into the highest rw branch first,
  * so that a crash leaves the old state rather than a resurrection. */
@@ -267,11 +303,6 @@ static int remove_entry(struct sfs_node *parent, const struct sfs_stack *pst,
 
 	if (below < 0)
 		return below;
-	if (rw && (flags & AT_REMOVEDIR)) {
-		ret = sfs_wh_clear_dir(est->l[0].fd);
-		if (ret < 0)
-			return ret;
-	}
 	if (below || !rw) {
 		ret = sfs_place_new(parent, name, &p);
 		if (ret < 0)
@@ -285,9 +316,11 @@ static int remove_entry(struct sfs_node *parent, const struct sfs_stack *pst,
 		if (ret < 0)
 			return ret;
 	}
-	if (rw && !replaced && unlinkat(kl->fd, name, flags) < 0)
-		return -errno;
-	return 0;
+	if (!rw || replaced)
+		return 0;
+	if (flags & AT_REMOVEDIR)
+		return remove_dir(kl->fd, name, pst->snap->b[k]->work_fd);
+	return unlinkat(kl->fd, name, 0) < 0 ? -errno : 0;
 }
 
 static int do_remove(struct sfs_node *parent, const char *name, bool dir)

@@ -76,6 +76,20 @@ static void temp_name(char buf[64], const char *what)
 		 atomic_fetch_add(&seq, 1));
 }
 
+/* Empties a directory swapped into the staging directory of its
+ * whiteouts and removes it. It is out of the view already: a failure
+ * leaves it to the next mount, which empties the staging directory. */
+static void drop_staged_dir(int workfd, const char *tmp)
+{
+	int fd = openat(workfd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	if (sfs_wh_clear_dir(fd) == 0)
+		unlinkat(workfd, tmp, AT_REMOVEDIR);
+	close(fd);
+}
+
 static int create_overlay(int dirfd, const char *name, int workfd)
 {
 	char tmp[64];
@@ -87,11 +101,13 @@ static int create_overlay(int dirfd, const char *name, int workfd)
 		return -errno;
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
 		/* rename cannot put a device over a directory: swap them,
-		 * then remove the (empty) directory from the staging area. */
-		if (renameat2(workfd, tmp, dirfd, name, RENAME_EXCHANGE) < 0)
-			ret = -errno;
-		else if (unlinkat(workfd, tmp, AT_REMOVEDIR) < 0)
-			ret = -errno;
+		 * then remove the directory (its whiteouts only now: they
+		 * hid lower entries until the swap) from the staging area. */
+		if (renameat2(workfd, tmp, dirfd, name, RENAME_EXCHANGE) == 0) {
+			drop_staged_dir(workfd, tmp);
+			return 0;
+		}
+		ret = -errno;
 	} else if (renameat(workfd, tmp, dirfd, name) < 0) {
 		ret = -errno;
 	}
