@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "stackfs/branch_spec.c"
+#include "stackfs/escape.c"
 
 /* libFuzzer learns of a failed check by a crash */
 #ifdef SFS_LIBFUZZER
