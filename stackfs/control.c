@@ -3,6 +3,7 @@
  * the snapshot lock and swap the snapshot atomically. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "stackfs/control.h"
@@ -253,15 +255,56 @@ static void handle(int fd, char **w, int nw, struct reply *r)
 	}
 }
 
-/* Reads a request: NUL-ended words, then an empty one. */
-static int read_request(int fd, char *buf, size_t cap, char **w, int maxw)
+static long long now_ms(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return now.tv_sec * 1000LL + now.tv_nsec / 1000000;
+}
+
+/* Milliseconds left until deadline (a now_ms() time), 0 if none. */
+static int ms_left(long long deadline)
+{
+	long long left = deadline - now_ms();
+
+	return left > 0 ? (int)left : 0;
+}
+
+/* Waits until fd is ready for events or the deadline passes: 0 ready,
+ * -ETIMEDOUT, or -errno. */
+static int wait_fd(int fd, short events, long long deadline)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+	int left, n;
+
+	do {
+		left = ms_left(deadline);
+		if (left == 0)
+			return -ETIMEDOUT;
+		n = poll(&p, 1, left);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	return n == 0 ? -ETIMEDOUT : 0;
+}
+
+/* Reads a request: NUL-ended words, then an empty one, all of it before
+ * the deadline (a slow client must not hold the channel: see control.h). */
+static int read_request(int fd, char *buf, size_t cap, char **w, int maxw, long long deadline)
 {
 	size_t len = 0;
 	int nw = 0;
 
 	while (len < cap) {
-		ssize_t n = read(fd, buf + len, cap - len);
+		int ret = wait_fd(fd, POLLIN, deadline);
+		ssize_t n;
 
+		if (ret < 0)
+			return ret;
+		n = recv(fd, buf + len, cap - len, MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
 		if (n <= 0)
 			return -EPROTO;
 		len += (size_t)n;
@@ -275,18 +318,38 @@ static int read_request(int fd, char *buf, size_t cap, char **w, int maxw)
 	return nw > 0 ? nw : -EPROTO;
 }
 
+/* Writes all of buf before the deadline: 0, -ETIMEDOUT or -errno. */
+static int send_all(int fd, const char *buf, size_t len, long long deadline)
+{
+	while (len) {
+		int ret = wait_fd(fd, POLLOUT, deadline);
+		ssize_t n;
+
+		if (ret < 0)
+			return ret;
+		n = send(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (n < 0)
+			return -errno;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
 static void serve_one(int fd)
 {
 	struct reply r = { .cap = 4096 };
-	struct timeval tv = { .tv_sec = 5 };
 	char buf[SFS_CTL_MAX_REQUEST], *w[16], msg[4 * sizeof(r.msg)], head[sizeof(msg) + 64];
 	int nw, n;
 
 	r.buf = malloc(r.cap);
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	nw = read_request(fd, buf, sizeof(buf), w, 16);
+	nw = read_request(fd, buf, sizeof(buf), w, 16, now_ms() + SFS_CTL_REQUEST_MS);
 	if (!r.buf)
 		fail(&r, ENOMEM, strerror(ENOMEM));
+	else if (nw == -ETIMEDOUT)
+		fail(&r, ETIMEDOUT, "request not complete in time");
 	else if (nw < 0)
 		fail(&r, EPROTO, "malformed request");
 	else
@@ -297,9 +360,12 @@ static void serve_one(int fd)
 		n = snprintf(head, sizeof(head), "ERR %s %s\n", strerrorname_np(r.err) ?: "EIO", msg);
 	else
 		n = snprintf(head, sizeof(head), "OK\n");
-	if (write(fd, head, (size_t)n) == n && !r.err && r.len &&
-	    write(fd, r.buf, r.len) != (ssize_t)r.len)
-		sfs_log(SFS_LOG_WARN, "control: short reply");
+	/* the reply gets its own time: the work above was not the client's */
+	long long deadline = now_ms() + SFS_CTL_REPLY_MS;
+
+	if (send_all(fd, head, (size_t)n, deadline) == 0 && !r.err && r.len &&
+	    send_all(fd, r.buf, r.len, deadline) < 0)
+		sfs_log(SFS_LOG_WARN, "control: reply not taken in time or cut short");
 	free(r.buf);
 }
 

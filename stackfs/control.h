@@ -30,4 +30,13 @@
 #define SFS_CTL_MAX_REQUEST 8192
 #define SFS_CTL_MAX_REPLY (1 << 20)
 
+/* One thread serves one connection at a time, so each connection has
+ * deadlines: the whole request must arrive within SFS_CTL_REQUEST_MS of
+ * the accept (else "ERR ETIMEDOUT" and the connection is closed), and the
+ * whole reply must be taken within SFS_CTL_REPLY_MS of being ready. A
+ * client that trickles bytes or never reads holds the channel for at
+ * most their sum; `stackfs` sends its request at once. */
+#define SFS_CTL_REQUEST_MS 2000
+#define SFS_CTL_REPLY_MS 2000
+
 #endif

@@ -242,7 +242,7 @@ open(sys.argv[1], "wb").write(bytes(r.randrange(256) for _ in range(int(sys.argv
 @test "ctl 27: list with an extra word" { ctl_mount; ctl_refused EINVAL words list extra; }
 @test "ctl 28: 20 words" { ctl_mount; ctl_refused EINVAL words a b c d e f g h i j k l m n o p q r s t; }
 @test "ctl 29: a verb with a newline in it" { ctl_mount; ctl_refused EINVAL raw 'list\n\0\0'; }
-@test "ctl 30: a request left unfinished, the connection held open (server timeout)" { ctl_mount; ctl_refused EPROTO --hold 8 raw 'list\0'; }
+@test "ctl 30: a request left unfinished, the connection held open: ETIMEDOUT at the server's deadline" { ctl_mount; ctl_refused ETIMEDOUT --hold 8 raw 'list\0'; }
 @test "ctl 31: add with position -1 (no wrap-around to the bottom)" { ctl_mount; mkdir "$T/new"; ctl_refused EINVAL words add "$T/new" ro -1; }
 @test "ctl 32: add with a position past the bottom (not clamped)" { ctl_mount; mkdir "$T/new"; ctl_refused EINVAL words add "$T/new" ro 3; }
 @test "ctl 33: add with position ' 1' and '+1' (digits only)" { ctl_mount; mkdir "$T/new"; ctl_refused EINVAL words add "$T/new" ro ' 1'; ctl_refused EINVAL words add "$T/new" ro +1; }
