@@ -77,7 +77,9 @@ static size_t cut_point(const char *s, size_t len, size_t at, int dir)
 			break;
 		}
 	}
-	while (at > 0 && at < len && ((unsigned char)s[at] & 0xc0) == 0x80)
+	/* a UTF-8 sequence has at most 3 continuation bytes: stop there, in
+	 * bytes that are no UTF-8 anyway */
+	for (int k = 0; k < 3 && at > 0 && at < len && ((unsigned char)s[at] & 0xc0) == 0x80; k++)
 		at = dir < 0 ? at - 1 : at + 1;
 	return at > len ? len : at;
 }
