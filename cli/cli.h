@@ -31,6 +31,12 @@ extern const struct sfs_cmd sfs_cmd_commit;
 /* output.c */
 void sfs_json_str(FILE *f, const char *s);
 void sfs_human_size(unsigned long long v, char *buf, size_t len);
+/* A path field of a control reply (escaped by the daemon, control.h): as
+ * a JSON string of its exact bytes; as a column of text (malloc'd, NULL
+ * on ENOMEM), with control characters, backslashes and spaces written
+ * \ooo as /proc/mounts does. */
+void sfs_json_field(FILE *f, const char *field);
+char *sfs_text_field(const char *field);
 
 /* Sends a request to the daemon serving mount point mp (control channel,
  * stackfs/control.h): 0 with the reply's body (malloc'd), or -errno with

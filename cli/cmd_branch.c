@@ -43,13 +43,17 @@ static void print_list(char *body, bool json)
 			continue;
 		if (json) {
 			printf("%s{\"position\":%s,\"path\":", first ? "" : ",", r.f[0]);
-			sfs_json_str(stdout, r.f[1]);
+			sfs_json_field(stdout, r.f[1]);
 			printf(",\"mode\":\"%s\",\"id\":%s,\"fstype\":", r.f[2], r.f[3]);
 			sfs_json_str(stdout, r.f[4]);
 			printf(",\"free_bytes\":%s}", r.f[5]);
 		} else {
+			char *path = sfs_text_field(r.f[1]);
+
 			sfs_human_size(strtoull(r.f[5], NULL, 10), size, sizeof(size));
-			printf("%-4s %-40s %-4s %-4s %-8s %s\n", r.f[0], r.f[1], r.f[2], r.f[3], r.f[4], size);
+			printf("%-4s %-40s %-4s %-4s %-8s %s\n", r.f[0], path ? path : r.f[1], r.f[2],
+			       r.f[3], r.f[4], size);
+			free(path);
 		}
 		first = false;
 	}
@@ -94,6 +98,16 @@ static int do_list(int argc, char **argv)
 	return ret;
 }
 
+/* --position: top, bottom or an index in decimal digits. Whether it is
+ * past the bottom only the daemon knows (it refuses that, exit 1). */
+static bool position_ok(const char *p)
+{
+	size_t digits = strspn(p, "0123456789");
+
+	return !strcmp(p, "top") || !strcmp(p, "bottom") ||
+	       (digits > 0 && digits <= 9 && !p[digits]);
+}
+
 /* A DIR argument goes to the daemon absolute; an id stays as it is. */
 static const char *dir_arg(const char *a, char *buf)
 {
@@ -128,6 +142,9 @@ static int do_add(int argc, char **argv)
 		return sfs_cli_usage_error(&sfs_cmd_branch, "add: missing %s", mp ? "DIR" : "MOUNTPOINT and DIR");
 	if (strcmp(mode, "rw") && strcmp(mode, "ro"))
 		return sfs_cli_usage_error(&sfs_cmd_branch, "add: bad mode '%s' (rw or ro)", mode);
+	if (!position_ok(pos))
+		return sfs_cli_usage_error(&sfs_cmd_branch,
+					   "add: bad position '%s' (0 to 999999999, top or bottom)", pos);
 	const char *w[] = { "add", dir_arg(dir, abs), mode, pos, NULL };
 
 	ret = call(mp, w, &body);

@@ -17,10 +17,34 @@ static void print_text(char *body)
 		if (!tab)
 			continue;
 		*tab = '\0';
-		for (char *t = strchr(tab + 1, '\t'); t; t = strchr(t, '\t'))
-			*t = ' ';
-		printf("%-16s %s\n", l, tab + 1);
+		printf("%-16s", l);
+		/* each field as a column: tabs in paths came escaped */
+		for (char *f = tab + 1, *next; f; f = next) {
+			char *text;
+
+			next = strchr(f, '\t');
+			if (next)
+				*next++ = '\0';
+			text = sfs_text_field(f);
+			printf(" %s", text ? text : f);
+			free(text);
+		}
+		putchar('\n');
 	}
+}
+
+/* Digits with at most one '.' between digits: a number JSON can take
+ * as it is ("1.", ".5" or "1.2.3" would not parse). */
+static bool is_json_number(const char *s)
+{
+	size_t a = strspn(s, "0123456789"), b;
+
+	if (!a)
+		return false;
+	if (!s[a])
+		return true;
+	b = s[a] == '.' ? strspn(s + a + 1, "0123456789") : 0;
+	return b && !s[a + 1 + b];
 }
 
 /* Branch lines become an array, errors an object, the rest keys. */
@@ -44,10 +68,10 @@ static void print_json(char *body)
 		printf("%s", first ? "" : ",");
 		sfs_json_str(stdout, l);
 		printf(":");
-		if (strspn(tab, "0123456789.") == strlen(tab) && *tab)
+		if (is_json_number(tab))
 			printf("%s", tab);
 		else
-			sfs_json_str(stdout, tab);
+			sfs_json_field(stdout, tab);
 		first = 0;
 	}
 	printf("%s\"branches\":[", first ? "" : ",");
@@ -63,7 +87,7 @@ static void print_json(char *body)
 		if (!f[5])
 			continue;
 		printf("%s{\"position\":%s,\"path\":", i ? "," : "", f[0]);
-		sfs_json_str(stdout, f[1]);
+		sfs_json_field(stdout, f[1]);
 		printf(",\"mode\":\"%s\",\"id\":%s,\"fstype\":\"%s\",\"free_bytes\":%s}", f[2], f[3], f[4], f[5]);
 	}
 	printf("]}\n");

@@ -7,6 +7,10 @@ pkgs=(
 	bats bats-support bats-assert xfsprogs e2fsprogs acl attr util-linux
 	mount kmod coreutils findutils procps rsync tar python3 man-db groff-base
 	valgrind
+	# make fuzz: clang and its runtimes. libFuzzer (and clang's ASan) is in
+	# libclang-rt-N-dev, which clang only recommends; libclang-rt-dev
+	# follows the default clang version.
+	clang libclang-rt-dev
 )
 missing=()
 for p in "${pkgs[@]}"; do

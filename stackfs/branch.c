@@ -12,21 +12,18 @@
 #include <unistd.h>
 
 #include "stackfs/branch.h"
+#include "stackfs/escape.h"
 #include "whiteout/metadir.h"
 
-/* One line even when a path holds a newline: control chars become '?'. */
+/* Messages name paths as given: sfs_msg_vfit keeps them on one line and
+ * keeps the reason at the end even behind a path longer than PATH_MAX. */
 static void berr(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (!err || !errlen)
-		return;
 	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
+	sfs_msg_vfit(err, errlen, fmt, ap);
 	va_end(ap);
-	for (char *p = err; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
 }
 
 /* True if the canonical path `outer` is `inner` or one of its ancestors,

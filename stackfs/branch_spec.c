@@ -8,21 +8,17 @@
 #include <string.h>
 
 #include "stackfs/branch.h"
+#include "stackfs/escape.h"
 
 /* A message is one line even when a path holds a newline or an escape
- * sequence, so control characters are shown as '?'. */
+ * sequence, and keeps its reason behind a path of any length (escape.h). */
 static void spec_err(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (!err || !errlen)
-		return;
 	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
+	sfs_msg_vfit(err, errlen, fmt, ap);
 	va_end(ap);
-	for (char *p = err; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
 }
 
 /* Number of elements: one more than the unescaped ':' separators. */

@@ -3,6 +3,7 @@
  * the snapshot lock and swap the snapshot atomically. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,9 +13,11 @@
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "stackfs/control.h"
+#include "stackfs/escape.h"
 #include "stackfs/runtime.h"
 #include "stackfs/stackfs.h"
 
@@ -96,11 +99,18 @@ static void list_branches(struct reply *r, const char *prefix)
 		char type[64];
 		unsigned long long avail = 0;
 
+		char *path = sfs_escape_dup(b->path, SFS_ESC_BACKSLASH);
+
 		fstype_of(b->dev, type, sizeof(type));
 		if (fstatvfs(b->root_fd, &sv) == 0)
 			avail = (unsigned long long)sv.f_bavail * sv.f_frsize;
-		out(r, "%s%u\t%s\t%s\t%u\t%s\t%llu\n", prefix, i, b->path,
+		if (!path) {
+			fail(r, ENOMEM, strerror(ENOMEM));
+			break;
+		}
+		out(r, "%s%u\t%s\t%s\t%u\t%s\t%llu\n", prefix, i, path,
 		    b->mode == SFS_BRANCH_RW ? "rw" : "ro", b->id, type, avail);
+		free(path);
 	}
 	sfs_snap_put(s);
 }
@@ -109,14 +119,18 @@ static void do_status(struct reply *r)
 {
 	const struct sfs_opts *o = &sfs_m.opts;
 	char *stats = malloc(16384);
+	char *mp = sfs_escape_dup(o->mountpoint, SFS_ESC_BACKSLASH);
 	int n = stats ? sfs_stats_format(stats, 16384) : -ENOMEM;
 
-	out(r, "mountpoint\t%s\nwhiteout\t%s\nformat_version\t1\ntimeout\t%g\nfsync\t%d\n",
-	    o->mountpoint, o->whiteout == SFS_WH_OVERLAY ? "overlay" : "wh",
-	    o->timeout, o->fsync);
+	if (mp)
+		out(r, "mountpoint\t%s\nwhiteout\t%s\nformat_version\t1\ntimeout\t%g\nfsync\t%d\n",
+		    mp, o->whiteout == SFS_WH_OVERLAY ? "overlay" : "wh", o->timeout, o->fsync);
+	else
+		fail(r, ENOMEM, strerror(ENOMEM));
 	list_branches(r, "branch\t");
 	if (n > 0)
 		out(r, "%.*s", n, stats);
+	free(mp);
 	free(stats);
 }
 
@@ -151,22 +165,31 @@ static int parse_mode(const char *m, enum sfs_branch_mode *mode)
 	return 0;
 }
 
-static int parse_position(const char *p, unsigned *pos)
+/* "top", "bottom" or an index from 0 (top) to the number of branches
+ * (bottom): decimal digits only, so "-1" or " 1" never wrap or round. */
+static int parse_position(const char *p, unsigned *pos, struct reply *r)
 {
 	struct sfs_snap *s = sfs_snap_current();
-	char *end;
-	unsigned long v = strtoul(p, &end, 10);
+	unsigned n = s->n;
+	unsigned long v;
 	int ret = 0;
 
-	if (!strcmp(p, "top"))
-		*pos = 0;
-	else if (!strcmp(p, "bottom"))
-		*pos = s->n;
-	else if (*p && !*end)
-		*pos = v > s->n ? s->n : (unsigned)v;
-	else
-		ret = -EINVAL;
 	sfs_snap_put(s);
+	if (!strcmp(p, "top")) {
+		*pos = 0;
+	} else if (!strcmp(p, "bottom")) {
+		*pos = n;
+	} else if (!*p || strspn(p, "0123456789") != strlen(p) || strlen(p) > 9) {
+		sfs_msg_fit(r->msg, sizeof(r->msg), "bad position '%s' (a number, top or bottom)", p);
+		ret = -EINVAL;
+	} else if ((v = strtoul(p, NULL, 10)) > n) {
+		sfs_msg_fit(r->msg, sizeof(r->msg), "position %lu is past the bottom (0..%u)", v, n);
+		ret = -EINVAL;
+	} else {
+		*pos = (unsigned)v;
+	}
+	if (ret)
+		r->err = -ret;
 	return ret;
 }
 
@@ -179,16 +202,16 @@ static int parse_change(char **w, int nw, struct sfs_change *c, bool *force,
 	if (!strcmp(w[0], "add") && nw == 4) {
 		c->op = SFS_CHANGE_ADD;
 		c->path = w[1];
-		if (parse_mode(w[2], &c->mode) < 0 || parse_position(w[3], &c->index) < 0) {
-			fail(r, EINVAL, "bad mode or position");
+		if (parse_mode(w[2], &c->mode) < 0) {
+			fail(r, EINVAL, "bad mode (rw or ro)");
 			return -EINVAL;
 		}
-		return 0;
+		return parse_position(w[3], &c->index, r);
 	}
 	if ((!strcmp(w[0], "remove") || !strcmp(w[0], "mode")) && nw == 3) {
 		c->op = !strcmp(w[0], "remove") ? SFS_CHANGE_REMOVE : SFS_CHANGE_MODE;
 		if (find_branch(w[1], &c->index) < 0) {
-			snprintf(r->msg, sizeof(r->msg), "%s: not a branch of this mount", w[1]);
+			sfs_msg_fit(r->msg, sizeof(r->msg), "%s: not a branch of this mount", w[1]);
 			r->err = ENOENT;
 			return -ENOENT;
 		}
@@ -232,15 +255,56 @@ static void handle(int fd, char **w, int nw, struct reply *r)
 	}
 }
 
-/* Reads a request: NUL-ended words, then an empty one. */
-static int read_request(int fd, char *buf, size_t cap, char **w, int maxw)
+static long long now_ms(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return now.tv_sec * 1000LL + now.tv_nsec / 1000000;
+}
+
+/* Milliseconds left until deadline (a now_ms() time), 0 if none. */
+static int ms_left(long long deadline)
+{
+	long long left = deadline - now_ms();
+
+	return left > 0 ? (int)left : 0;
+}
+
+/* Waits until fd is ready for events or the deadline passes: 0 ready,
+ * -ETIMEDOUT, or -errno. */
+static int wait_fd(int fd, short events, long long deadline)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+	int left, n;
+
+	do {
+		left = ms_left(deadline);
+		if (left == 0)
+			return -ETIMEDOUT;
+		n = poll(&p, 1, left);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	return n == 0 ? -ETIMEDOUT : 0;
+}
+
+/* Reads a request: NUL-ended words, then an empty one, all of it before
+ * the deadline (a slow client must not hold the channel: see control.h). */
+static int read_request(int fd, char *buf, size_t cap, char **w, int maxw, long long deadline)
 {
 	size_t len = 0;
 	int nw = 0;
 
 	while (len < cap) {
-		ssize_t n = read(fd, buf + len, cap - len);
+		int ret = wait_fd(fd, POLLIN, deadline);
+		ssize_t n;
 
+		if (ret < 0)
+			return ret;
+		n = recv(fd, buf + len, cap - len, MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
 		if (n <= 0)
 			return -EPROTO;
 		len += (size_t)n;
@@ -254,29 +318,54 @@ static int read_request(int fd, char *buf, size_t cap, char **w, int maxw)
 	return nw > 0 ? nw : -EPROTO;
 }
 
+/* Writes all of buf before the deadline: 0, -ETIMEDOUT or -errno. */
+static int send_all(int fd, const char *buf, size_t len, long long deadline)
+{
+	while (len) {
+		int ret = wait_fd(fd, POLLOUT, deadline);
+		ssize_t n;
+
+		if (ret < 0)
+			return ret;
+		n = send(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (n < 0)
+			return -errno;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
 static void serve_one(int fd)
 {
 	struct reply r = { .cap = 4096 };
-	struct timeval tv = { .tv_sec = 5 };
-	char buf[SFS_CTL_MAX_REQUEST], *w[16], head[600];
+	char buf[SFS_CTL_MAX_REQUEST], *w[16], msg[4 * sizeof(r.msg)], head[sizeof(msg) + 64];
 	int nw, n;
 
 	r.buf = malloc(r.cap);
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	nw = read_request(fd, buf, sizeof(buf), w, 16);
+	nw = read_request(fd, buf, sizeof(buf), w, 16, now_ms() + SFS_CTL_REQUEST_MS);
 	if (!r.buf)
 		fail(&r, ENOMEM, strerror(ENOMEM));
+	else if (nw == -ETIMEDOUT)
+		fail(&r, ETIMEDOUT, "request not complete in time");
 	else if (nw < 0)
 		fail(&r, EPROTO, "malformed request");
 	else
 		handle(fd, w, nw, &r);
+	/* the message is made one line where it is written; this is a guard */
+	sfs_escape(msg, sizeof(msg), r.msg, 0);
 	if (r.err)
-		n = snprintf(head, sizeof(head), "ERR %s %s\n", strerrorname_np(r.err) ?: "EIO", r.msg);
+		n = snprintf(head, sizeof(head), "ERR %s %s\n", strerrorname_np(r.err) ?: "EIO", msg);
 	else
 		n = snprintf(head, sizeof(head), "OK\n");
-	if (write(fd, head, (size_t)n) == n && !r.err && r.len &&
-	    write(fd, r.buf, r.len) != (ssize_t)r.len)
-		sfs_log(SFS_LOG_WARN, "control: short reply");
+	/* the reply gets its own time: the work above was not the client's */
+	long long deadline = now_ms() + SFS_CTL_REPLY_MS;
+
+	if (send_all(fd, head, (size_t)n, deadline) == 0 && !r.err && r.len &&
+	    send_all(fd, r.buf, r.len, deadline) < 0)
+		sfs_log(SFS_LOG_WARN, "control: reply not taken in time or cut short");
 	free(r.buf);
 }
 

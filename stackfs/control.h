@@ -5,13 +5,22 @@
  * A request is its words, each ended by a NUL, then one more NUL:
  *   "list"                      the branches
  *   "status"                    branches, options, counters
- *   "add" DIR MODE POSITION     MODE rw|ro; POSITION a 0-based index,
- *                               "top" or "bottom"
+ *   "add" DIR MODE POSITION     MODE rw|ro; POSITION "top", "bottom" or
+ *                               an index in decimal digits, 0 (top) to
+ *                               the number of branches (bottom)
  *   "remove" BRANCH FORCE       BRANCH a path or a branch id; FORCE 0|1
  *   "mode" BRANCH MODE
  * A reply is "OK\n" and a body of "key\tvalue" lines (list: one line
  * per branch, "pos\tpath\tmode\tid\tfstype\tfree_bytes"), or
  * "ERR <errno name> <message>\n". One request per connection.
+ * Paths in a reply (branch paths, the mount point) are escaped as
+ * /proc/mounts does, so that a tab or a newline in a path cannot split a
+ * field or a line: a control character (below 0x20, 0x7f) and a
+ * backslash are written \ooo, three octal digits (a tab \011, a newline
+ * \012, a backslash \134); nothing else is (sfs_escape with
+ * SFS_ESC_BACKSLASH; sfs_unescape reverses it). The message of an ERR
+ * line is for people: one line, its control characters escaped the same
+ * way, its backslashes as they are.
  * Anyone who can connect may list and ask for status; only root and the
  * user who mounted may change branches (SO_PEERCRED), others get EPERM. */
 #ifndef SFS_CONTROL_H
@@ -20,5 +29,14 @@
 #define SFS_CTL_NAME "ctl"
 #define SFS_CTL_MAX_REQUEST 8192
 #define SFS_CTL_MAX_REPLY (1 << 20)
+
+/* One thread serves one connection at a time, so each connection has
+ * deadlines: the whole request must arrive within SFS_CTL_REQUEST_MS of
+ * the accept (else "ERR ETIMEDOUT" and the connection is closed), and the
+ * whole reply must be taken within SFS_CTL_REPLY_MS of being ready. A
+ * client that trickles bytes or never reads holds the channel for at
+ * most their sum; `stackfs` sends its request at once. */
+#define SFS_CTL_REQUEST_MS 2000
+#define SFS_CTL_REPLY_MS 2000
 
 #endif

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "stackfs/escape.h"
 #include "stackfs/ops.h"
 #include "stackfs/runtime.h"
 
@@ -74,7 +75,7 @@ static int root_init(struct sfs_snap *s)
 static int branches_open(const struct sfs_opts *o, struct sfs_snap **out)
 {
 	struct sfs_branch_spec *specs = NULL;
-	char err[512];
+	char err[SFS_MSG_MAX];
 	size_t n = 0;
 	int ret = sfs_branch_spec_parse(o->branches, &specs, &n, err, sizeof(err));
 
@@ -96,12 +97,12 @@ static int mountpoint_check(char **mp)
 	char *abs;
 
 	if (err) {
-		fprintf(stderr, "stackfs: mountpoint %s: %s\n", *mp, strerror(err));
+		sfs_errmsg("mountpoint %s: %s", *mp, strerror(err));
 		return 1;
 	}
 	abs = realpath(*mp, NULL);
 	if (!abs) {
-		fprintf(stderr, "stackfs: mountpoint %s: %s\n", *mp, strerror(errno));
+		sfs_errmsg("mountpoint %s: %s", *mp, strerror(errno));
 		return 1;
 	}
 	free(*mp);
@@ -182,23 +183,28 @@ static int serve(struct fuse_session *se, const struct sfs_opts *o)
 static int run(struct fuse_args *args, struct sfs_opts *o)
 {
 	struct fuse_session *se;
-	char err[512];
-	int ret = mountpoint_check(&o->mountpoint);
+	char err[SFS_MSG_MAX];
+	int ret;
 
+	/* First, before anything is opened: libfuse refuses here the options
+	 * it does not know and bad values of its own, a usage error like ours
+	 * (exit 2). It fails otherwise only without memory. */
+	se = fuse_session_new(args, &sfs_ops, sizeof(sfs_ops), NULL);
+	if (!se)
+		return 2;
+	ret = mountpoint_check(&o->mountpoint);
 	if (ret == 0)
 		ret = branches_open(o, &sfs_m.snap);
 	if (ret)
-		return ret;
+		goto out;
 	sfs_timeout = o->timeout;
 	umask(0); /* modes arrive with the caller's umask applied */
 	sfs_raise_nofile();
 	if (sfs_nodes_init() < 0 || root_init(sfs_m.snap) < 0) {
-		fprintf(stderr, "stackfs: %s\n", strerror(ENOMEM));
-		return 1;
+		sfs_errmsg("%s", strerror(ENOMEM));
+		ret = 1;
+		goto out;
 	}
-	se = fuse_session_new(args, &sfs_ops, sizeof(sfs_ops), NULL);
-	if (!se)
-		return 1; /* libfuse said which option it refused */
 	ret = fuse_session_mount(se, o->mountpoint) != 0;
 	sfs_m.se = se;
 	if (!ret && sfs_snap_prepare_meta(sfs_m.snap, o->whiteout, o->upgrade,
@@ -213,8 +219,30 @@ static int run(struct fuse_args *args, struct sfs_opts *o)
 		fuse_session_unmount(se);
 	}
 	sfs_m.se = NULL;
+out:
 	fuse_session_destroy(se);
 	return ret;
+}
+
+/* libfuse's messages (options it refuses, -d's request log): each kept
+ * on its line, as ours are, whatever an option value holds. */
+static void fuse_log_escaped(enum fuse_log_level level, const char *fmt, va_list ap)
+{
+	char *msg = NULL, *esc;
+	size_t len;
+	int nl;
+
+	(void)level;
+	if (vasprintf(&msg, fmt, ap) < 0)
+		return;
+	len = strlen(msg);
+	nl = len && msg[len - 1] == '\n';
+	if (nl)
+		msg[len - 1] = '\0';
+	esc = sfs_escape_dup(msg, 0);
+	fprintf(stderr, "%s%s", esc ? esc : "", nl ? "\n" : "");
+	free(esc);
+	free(msg);
 }
 
 int main(int argc, char **argv)
@@ -223,6 +251,7 @@ int main(int argc, char **argv)
 	struct sfs_opts *o = &sfs_m.opts;
 	int ret;
 
+	fuse_set_log_func(fuse_log_escaped);
 	if (sfs_opts_parse(&args, o) < 0) {
 		ret = 2;
 	} else if (o->show_help) {

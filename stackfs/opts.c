@@ -1,21 +1,27 @@
 /* The daemon's command line: BRANCHES, MOUNTPOINT, -f, -d and -o options.
  * Options of our own are taken out here; the rest go to libfuse, whose
- * fuse_session_new refuses unknown ones by name. */
+ * fuse_session_new refuses unknown ones by name (main.c makes that a
+ * usage error too). An option given twice with different values is
+ * refused, whoever it belongs to: the last one would win silently, and
+ * which one was meant is not ours to guess. The same value twice is fine
+ * (an fstab line and a command line may both say it). */
 #include <errno.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "stackfs/escape.h"
 #include "stackfs/stackfs.h"
 
-enum { KEY_FG, KEY_DEBUG, KEY_HELP, KEY_VERSION, KEY_WHITEOUT,
+enum { KEY_FG, KEY_DEBUG, KEY_HELP, KEY_VERSION, KEY_WHITEOUT, KEY_TIMEOUT,
        KEY_LOWERDIR, KEY_UPPERDIR, KEY_WORKDIR };
 
 #define OPT(t, field, v) { t, offsetof(struct sfs_opts, field), v }
 static const struct fuse_opt table[] = {
-	OPT("timeout=%lf", timeout, 0),
+	FUSE_OPT_KEY("timeout=", KEY_TIMEOUT),
 	OPT("fsync", fsync, 1),
 	OPT("upgrade", upgrade, 1),
 	OPT("writeback", writeback, 1),
@@ -33,18 +39,96 @@ static const struct fuse_opt table[] = {
 	FUSE_OPT_END
 };
 
+/* Values of the "name=value" options seen so far, to refuse a second
+ * one that says otherwise. Ours are compared by meaning (whiteout=wh and
+ * whiteout=aufs agree, so do timeout=1 and timeout=1.0), libfuse's as
+ * strings. */
+static struct {
+	char **v;
+	size_t n;
+	int whiteout_set, timeout_set;
+} seen;
+
+static void seen_free(void)
+{
+	for (size_t i = 0; i < seen.n; i++)
+		free(seen.v[i]);
+	free(seen.v);
+	memset(&seen, 0, sizeof(seen));
+}
+
+/* arg is "name=value", the second value of name. */
+static int conflict(const char *arg)
+{
+	sfs_errmsg("bad option '%s': %.*s= given twice with different values", arg,
+		   (int)strcspn(arg, "="), arg);
+	return -1;
+}
+
+/* A libfuse "name=value" option: refused if the name came before with
+ * another value. Options without '=' (flags) may repeat. */
+static int seen_fuse_opt(const char *arg)
+{
+	size_t nlen = strcspn(arg, "=");
+	char **nv;
+
+	if (!arg[nlen])
+		return 0;
+	for (size_t i = 0; i < seen.n; i++) {
+		if (strncmp(seen.v[i], arg, nlen + 1))
+			continue;
+		return strcmp(seen.v[i], arg) ? conflict(arg) : 0;
+	}
+	nv = realloc(seen.v, (seen.n + 1) * sizeof(*nv));
+	if (!nv)
+		return -1;
+	seen.v = nv;
+	seen.v[seen.n] = strdup(arg);
+	if (!seen.v[seen.n])
+		return -1;
+	seen.n++;
+	return 0;
+}
+
 static int parse_whiteout(struct sfs_opts *o, const char *arg)
 {
 	const char *v = arg + strlen("whiteout=");
+	enum sfs_whiteout_style w;
 
 	if (strcmp(v, "wh") == 0 || strcmp(v, "aufs") == 0)
-		o->whiteout = SFS_WH_AUFS;
+		w = SFS_WH_AUFS;
 	else if (strcmp(v, "overlay") == 0)
-		o->whiteout = SFS_WH_OVERLAY;
+		w = SFS_WH_OVERLAY;
 	else {
-		fprintf(stderr, "stackfs: bad option '%s': whiteout is wh or overlay\n", arg);
+		sfs_errmsg("bad option '%s': whiteout is wh or overlay", arg);
 		return -1;
 	}
+	if (seen.whiteout_set && w != o->whiteout)
+		return conflict(arg);
+	o->whiteout = w;
+	seen.whiteout_set = 1;
+	return 0;
+}
+
+/* timeout=SECONDS: a finite number, not negative, nothing after it.
+ * (libfuse's "%lf" took "nan" and "1abc"; a NaN reached its conversion
+ * of timeouts to integers, which is undefined.) */
+static int parse_timeout(struct sfs_opts *o, const char *arg)
+{
+	const char *v = arg + strlen("timeout=");
+	char *end;
+	double t;
+
+	errno = 0;
+	t = strtod(v, &end);
+	if (end == v || *end || !isfinite(t) || errno == ERANGE || t < 0) {
+		sfs_errmsg("bad option '%s': timeout is a number of seconds, 0 or more", arg);
+		return -1;
+	}
+	if (seen.timeout_set && t != o->timeout)
+		return conflict(arg);
+	o->timeout = t;
+	seen.timeout_set = 1;
 	return 0;
 }
 
@@ -72,11 +156,14 @@ static void ovl_free(void)
 	ovl.lowerdir = ovl.upperdir = ovl.workdir = NULL;
 }
 
-/* "name=value": the last one given counts, as with overlayfs. */
+/* "name=value": given twice, the values must agree (see the top). */
 static int ovl_set(char **slot, const char *arg)
 {
-	free(*slot);
-	*slot = strdup(strchr(arg, '=') + 1);
+	const char *v = strchr(arg, '=') + 1;
+
+	if (*slot)
+		return strcmp(*slot, v) ? conflict(arg) : 0;
+	*slot = strdup(v);
 	return *slot ? 0 : -1;
 }
 
@@ -112,8 +199,7 @@ static int ovl_spec(char **out)
 		return -1;
 	if (p) {
 		if (ovl_put_path(f, &p, 0) < 0) {
-			fprintf(stderr, "stackfs: bad option 'upperdir=%s': trailing backslash\n",
-				ovl.upperdir);
+			sfs_errmsg("bad option 'upperdir=%s': trailing backslash", ovl.upperdir);
 			goto out;
 		}
 		fputs("=rw:", f);
@@ -122,7 +208,7 @@ static int ovl_spec(char **out)
 		long n = ovl_put_path(f, &p, 1);
 
 		if (n <= 0) {
-			fprintf(stderr, "stackfs: bad option 'lowerdir=%s': %s (directory %u)\n",
+			sfs_errmsg("bad option 'lowerdir=%s': %s (directory %u)",
 				ovl.lowerdir, n < 0 ? "trailing backslash" :
 				"empty path (data-only layers '::' are not supported)", idx);
 			goto out;
@@ -164,12 +250,12 @@ static int ovl_check_workdir(void)
 	ovl_unescape(ovl.upperdir);
 	err = stat(ovl.workdir, &ws) < 0 ? errno : S_ISDIR(ws.st_mode) ? 0 : ENOTDIR;
 	if (err) {
-		fprintf(stderr, "stackfs: bad option 'workdir=%s': %s\n", ovl.workdir, strerror(err));
+		sfs_errmsg("bad option 'workdir=%s': %s", ovl.workdir, strerror(err));
 		return -1;
 	}
 	if (stat(ovl.upperdir, &us) == 0 && us.st_dev != ws.st_dev) {
-		fprintf(stderr, "stackfs: bad option 'workdir=%s': not on the filesystem of upperdir %s\n",
-			ovl.workdir, ovl.upperdir);
+		sfs_errmsg("bad option 'workdir=%s': not on the filesystem of upperdir %s",
+			   ovl.workdir, ovl.upperdir);
 		return -1;
 	}
 	return 0;
@@ -188,13 +274,12 @@ static int ovl_finish(struct sfs_opts *o)
 		goto out;
 	}
 	if (!ovl.lowerdir) {
-		fprintf(stderr, "stackfs: bad option '%s=': needs lowerdir=\n",
-			ovl.upperdir ? "upperdir" : "workdir");
+		sfs_errmsg("bad option '%s=': needs lowerdir=", ovl.upperdir ? "upperdir" : "workdir");
 		goto out;
 	}
 	if (!ovl.lowerdir[0] || (ovl.upperdir && !ovl.upperdir[0]) ||
 	    (ovl.workdir && !ovl.workdir[0])) {
-		fprintf(stderr, "stackfs: bad option '%s=': no directory given\n",
+		sfs_errmsg("bad option '%s=': no directory given",
 			!ovl.lowerdir[0] ? "lowerdir" : ovl.upperdir && !ovl.upperdir[0] ?
 			"upperdir" : "workdir");
 		goto out;
@@ -208,8 +293,8 @@ static int ovl_finish(struct sfs_opts *o)
 
 		if (strpbrk(o->branches, "/:=") ||
 		    (stat(o->branches, &st) == 0 && S_ISDIR(st.st_mode))) {
-			fprintf(stderr, "stackfs: both BRANCHES (\"%s\") and lowerdir= given: "
-				"give the branches one way\n", o->branches);
+			sfs_errmsg("both BRANCHES (\"%s\") and lowerdir= given: give the branches one way",
+				   o->branches);
 			goto out;
 		}
 		free(o->branches); /* a SOURCE label */
@@ -229,7 +314,7 @@ static int positional(struct sfs_opts *o, const char *arg)
 	char **slot = !o->branches ? &o->branches : !o->mountpoint ? &o->mountpoint : NULL;
 
 	if (!slot) {
-		fprintf(stderr, "stackfs: unexpected argument '%s'\n", arg);
+		sfs_errmsg("unexpected argument '%s'", arg);
 		return -1;
 	}
 	*slot = strdup(arg);
@@ -257,12 +342,16 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *out)
 		return 0;
 	case KEY_WHITEOUT:
 		return parse_whiteout(o, arg);
+	case KEY_TIMEOUT:
+		return parse_timeout(o, arg);
 	case KEY_LOWERDIR:
 		return ovl_set(&ovl.lowerdir, arg);
 	case KEY_UPPERDIR:
 		return ovl_set(&ovl.upperdir, arg);
 	case KEY_WORKDIR:
 		return ovl_set(&ovl.workdir, arg);
+	case FUSE_OPT_KEY_OPT:
+		return seen_fuse_opt(arg) < 0 ? -1 : 1;
 	default:
 		return 1;
 	}
@@ -270,20 +359,20 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *out)
 
 int sfs_opts_parse(struct fuse_args *args, struct sfs_opts *o)
 {
+	int ret;
+
 	memset(o, 0, sizeof(*o));
 	o->timeout = 60.0;
 	o->readahead_kb = 512;
 	o->whiteout = SFS_WH_AUFS;
-	if (fuse_opt_parse(args, o, table, opt_proc) < 0) {
+	ret = fuse_opt_parse(args, o, table, opt_proc);
+	seen_free();
+	if (ret < 0) {
 		ovl_free();
 		return -EINVAL;
 	}
 	if (ovl_finish(o) < 0)
 		return -EINVAL;
-	if (o->timeout < 0) {
-		fprintf(stderr, "stackfs: bad option 'timeout': must not be negative\n");
-		return -EINVAL;
-	}
 	/* Permission checks are the kernel's, on the union's attributes: the
 	 * daemon runs with the rights of its user and must not lend them. */
 	if (fuse_opt_add_arg(args, "-odefault_permissions,subtype=stackfs,fsname=stackfs") < 0)

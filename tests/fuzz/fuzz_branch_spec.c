@@ -19,7 +19,12 @@
  *    without control characters (it is printed to a terminal);
  *  - a spec written from known paths and modes, escaped as the README
  *    says, parses back to exactly those paths and modes (round trip);
- *  - a parsed spec, escaped again, parses to the same result.
+ *  - a parsed spec, escaped again, parses to the same result;
+ *  - the escapes of stackfs/escape.c (control replies, listings,
+ *    messages) on the same input: no control character comes out, with
+ *    SFS_ESC_BACKSLASH sfs_unescape gives the input back, a short buffer
+ *    gets a prefix cut between escapes, and sfs_msg_fit keeps within its
+ *    buffer, keeping the start and the end of a message it shortens.
  * Exit 0 when all passed, 1 on a failed check. */
 #include <errno.h>
 #include <stdint.h>
@@ -28,6 +33,7 @@
 #include <string.h>
 
 #include "stackfs/branch_spec.c"
+#include "stackfs/escape.c"
 
 /* libFuzzer learns of a failed check by a crash */
 #ifdef SFS_LIBFUZZER
@@ -160,16 +166,93 @@ static void parse_one(const char *spec, size_t len)
 	sfs_branch_spec_free(v, n);
 }
 
+static void check_no_control(const char *out, const char *what, const char *in)
+{
+	for (const char *p = out; *p; p++)
+		CHECK((unsigned char)*p >= 0x20 && *p != 0x7f, "control character in %s of \"%s\"",
+		      what, show(in, strlen(in)));
+}
+
+/* sfs_escape with flags, whole and into a buffer of cut bytes. */
+static void check_escape(const char *s, int flags, size_t cut)
+{
+	char *e = sfs_escape_dup(s, flags), *u, *small = malloc(cut + 1);
+	size_t need = sfs_escape(NULL, 0, s, flags);
+
+	if (!e || !small)
+		abort();
+	CHECK(need == strlen(e), "escape of \"%s\": length %zu, wrote %zu", show(s, strlen(s)),
+	      need, strlen(e));
+	check_no_control(e, "the escape", s);
+	sfs_escape(small, cut + 1, s, flags);
+	CHECK(strlen(small) <= cut && !strncmp(small, e, strlen(small)) &&
+	      (strlen(small) == strlen(e) || strlen(small) + 4 > cut),
+	      "escape of \"%s\" into %zu bytes: \"%s\"", show(s, strlen(s)), cut + 1, small);
+	if (flags & SFS_ESC_BACKSLASH) {
+		u = strdup(e);
+		if (!u)
+			abort();
+		sfs_unescape(u);
+		CHECK(!strcmp(u, s), "unescape of the escape of \"%s\" is \"%s\"",
+		      show(s, strlen(s)), show(u, strlen(u)));
+		free(u);
+	}
+	free(small);
+	free(e);
+}
+
+/* sfs_msg_fit into len bytes: the escaped message whole, or its start,
+ * "..." and its end, in len - 1 bytes at most. */
+static void check_msg_fit(const char *s, size_t len)
+{
+	char *e = sfs_escape_dup(s, 0), *out = malloc(len);
+	size_t el, ol, end;
+
+	if (!e || !out)
+		abort();
+	sfs_msg_fit(out, len, "%s", s);
+	el = strlen(e);
+	ol = strlen(out);
+	check_no_control(out, "the message", s);
+	CHECK(ol < len, "message of %zu bytes in a buffer of %zu", ol, len);
+	if (el < len) {
+		CHECK(!strcmp(out, e), "message \"%s\" changed: \"%s\"", show(s, strlen(s)), out);
+	} else {
+		/* out is e's first h bytes, "..." and e's last bytes: at least
+		 * the two thirds of the room that the end gets, less an escape
+		 * and a UTF-8 tail not cut */
+		int found = 0;
+
+		for (size_t h = 0; !found && h + 3 <= ol; h++) {
+			end = ol - h - 3;
+			found = !strncmp(out + h, "...", 3) && !strncmp(out, e, h) &&
+				!strcmp(out + h + 3, e + el - end) &&
+				end + 7 >= (len - 4) - (len - 4) / 3;
+		}
+		CHECK(found, "message \"%s\" shortened to %zu bytes: \"%s\"", show(s, strlen(s)),
+		      len, out);
+	}
+	free(out);
+	free(e);
+}
+
 /* Any bytes: cut at the first NUL, as a command line would. */
 static void fuzz_bytes(const uint8_t *data, size_t size)
 {
 	char *s = malloc(size + 1);   /* exact size: ASan sees overreads */
+	size_t len;
 
 	if (!s)
 		return;
 	memcpy(s, data, size);
 	s[size] = '\0';
-	parse_one(s, strlen(s));
+	len = strlen(s);
+	parse_one(s, len);
+	check_escape(s, 0, len % 37);
+	check_escape(s, SFS_ESC_BACKSLASH, len % 13);
+	check_escape(s, SFS_ESC_BACKSLASH | SFS_ESC_SPACE, len * 3 % 41);
+	check_msg_fit(s, 16 + len % 48);
+	check_msg_fit(s, 512);
 	free(s);
 }
 

@@ -32,6 +32,7 @@
 
 #include "stackfs/opts.c"
 #include "stackfs/branch_spec.c"
+#include "stackfs/escape.c"
 
 /* libFuzzer learns of a failed check by a crash */
 #ifdef SFS_LIBFUZZER

@@ -452,8 +452,9 @@ outside_names() {
 
 @test "control channel: a slow unprivileged client cannot stall root's branch commands" {
 	ctl_mount
-	# nobody trickles a request, one byte every 2 s (each under the
-	# server's 5 s read timeout), for about 30 s
+	# nobody trickles a request, one byte every 2 s, for about 30 s: no
+	# single read waits long, only the server's deadline for the whole
+	# request (2 s, stackfs/control.h) cuts it off
 	setpriv --reuid=nobody --regid=nogroup --clear-groups \
 		"$CTLPROBE" --trickle 2000 --timeout 60 "$SOCK" fill 15 65 >"$BATS_TEST_TMPDIR/slow.out" 2>&1 &
 	local slow=$!

@@ -242,7 +242,10 @@ open(sys.argv[1], "wb").write(bytes(r.randrange(256) for _ in range(int(sys.argv
 @test "ctl 27: list with an extra word" { ctl_mount; ctl_refused EINVAL words list extra; }
 @test "ctl 28: 20 words" { ctl_mount; ctl_refused EINVAL words a b c d e f g h i j k l m n o p q r s t; }
 @test "ctl 29: a verb with a newline in it" { ctl_mount; ctl_refused EINVAL raw 'list\n\0\0'; }
-@test "ctl 30: a request left unfinished, the connection held open (server timeout)" { ctl_mount; ctl_refused EPROTO --hold 8 raw 'list\0'; }
+@test "ctl 30: a request left unfinished, the connection held open: ETIMEDOUT at the server's deadline" { ctl_mount; ctl_refused ETIMEDOUT --hold 8 raw 'list\0'; }
+@test "ctl 31: add with position -1 (no wrap-around to the bottom)" { ctl_mount; mkdir "$T/new"; ctl_refused EINVAL words add "$T/new" ro -1; }
+@test "ctl 32: add with a position past the bottom (not clamped)" { ctl_mount; mkdir "$T/new"; ctl_refused EINVAL words add "$T/new" ro 3; }
+@test "ctl 33: add with position ' 1' and '+1' (digits only)" { ctl_mount; mkdir "$T/new"; ctl_refused EINVAL words add "$T/new" ro ' 1'; ctl_refused EINVAL words add "$T/new" ro +1; }
 
 # ================================================================ other commands
 
@@ -259,6 +262,9 @@ open(sys.argv[1], "wb").write(bytes(r.randrange(256) for _ in range(int(sys.argv
 	sfs_mount "$UP:$T/lo"$'\t'"tab:$T/lo"$'\n'"nl" "$MNT"
 	run -0 "$SFS" branch list "$MNT"
 	((${#lines[@]} == 4)) || fail "expected a header and 3 branch lines: $output"
+	# escaped as /proc/mounts does: tab \011, newline \012
+	assert_line --index 2 --partial "$T/lo\011tab "
+	assert_line --index 3 --partial "$T/lo\012nl "
 	run -0 "$SFS" branch list --json "$MNT"
 	run -0 python3 -c 'import json, sys
 print(json.dumps([b["path"] for b in json.loads(sys.argv[1])]))' "$output"
