@@ -16,12 +16,13 @@
 #include "stackfs/escape.h"
 #include "stackfs/stackfs.h"
 
-enum { KEY_FG, KEY_DEBUG, KEY_HELP, KEY_VERSION, KEY_WHITEOUT, KEY_TIMEOUT,
+enum { KEY_FG, KEY_DEBUG, KEY_HELP, KEY_VERSION, KEY_WHITEOUT, KEY_TIMEOUT, KEY_READAHEAD,
        KEY_LOWERDIR, KEY_UPPERDIR, KEY_WORKDIR };
 
 #define OPT(t, field, v) { t, offsetof(struct sfs_opts, field), v }
 static const struct fuse_opt table[] = {
 	FUSE_OPT_KEY("timeout=", KEY_TIMEOUT),
+	FUSE_OPT_KEY("readahead=", KEY_READAHEAD),
 	OPT("fsync", fsync, 1),
 	OPT("upgrade", upgrade, 1),
 	OPT("writeback", writeback, 1),
@@ -46,7 +47,7 @@ static const struct fuse_opt table[] = {
 static struct {
 	char **v;
 	size_t n;
-	int whiteout_set, timeout_set;
+	int whiteout_set, timeout_set, readahead_set;
 } seen;
 
 static void seen_free(void)
@@ -129,6 +130,27 @@ static int parse_timeout(struct sfs_opts *o, const char *arg)
 		return conflict(arg);
 	o->timeout = t;
 	seen.timeout_set = 1;
+	return 0;
+}
+
+/* readahead=KIB: decimal KiB, 0 (the kernel's window) to 65536. */
+static int parse_readahead(struct sfs_opts *o, const char *arg)
+{
+	const char *v = arg + strlen("readahead=");
+	unsigned long kib = 0;
+	size_t i;
+
+	for (i = 0; v[i] >= '0' && v[i] <= '9' && kib <= SFS_READAHEAD_MAX_KIB; i++)
+		kib = kib * 10 + (unsigned long)(v[i] - '0');
+	if (i == 0 || v[i] || kib > SFS_READAHEAD_MAX_KIB) {
+		sfs_errmsg("bad option '%s': readahead is a number of KiB, 0 to %u", arg,
+			   SFS_READAHEAD_MAX_KIB);
+		return -1;
+	}
+	if (seen.readahead_set && kib != o->readahead_kb)
+		return conflict(arg);
+	o->readahead_kb = (unsigned)kib;
+	seen.readahead_set = 1;
 	return 0;
 }
 
@@ -344,6 +366,8 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *out)
 		return parse_whiteout(o, arg);
 	case KEY_TIMEOUT:
 		return parse_timeout(o, arg);
+	case KEY_READAHEAD:
+		return parse_readahead(o, arg);
 	case KEY_LOWERDIR:
 		return ovl_set(&ovl.lowerdir, arg);
 	case KEY_UPPERDIR:
@@ -363,7 +387,7 @@ int sfs_opts_parse(struct fuse_args *args, struct sfs_opts *o)
 
 	memset(o, 0, sizeof(*o));
 	o->timeout = 60.0;
-	o->readahead_kb = 512;
+	o->readahead_kb = SFS_READAHEAD_DEFAULT_KIB;
 	o->whiteout = SFS_WH_AUFS;
 	ret = fuse_opt_parse(args, o, table, opt_proc);
 	seen_free();
@@ -396,6 +420,8 @@ void sfs_opts_usage(const char *prog)
 	       "                            errors of delayed writes show at fsync/close)\n"
 	       "    -o timeout=SECONDS      kernel cache timeout for entries and\n"
 	       "                            attributes (default 60)\n"
+	       "    -o readahead=KIB        readahead window of the mount (default 512;\n"
+	       "                            0: the kernel's)\n"
 	       "    -o lowerdir=DIR[:DIR...],upperdir=DIR,workdir=DIR\n"
 	       "                            overlayfs-style branches instead of\n"
 	       "                            BRANCHES: upperdir rw over lowerdir ro\n"

@@ -304,6 +304,8 @@ void sfs_notify_attr(struct sfs_node *n);
 int sfs_root_stack(struct sfs_snap *s, struct sfs_stack **out, struct stat *id);
 
 /* ---- readahead.c: the readahead window of the mount -------------------- */
+#define SFS_READAHEAD_DEFAULT_KIB 512u
+#define SFS_READAHEAD_MAX_KIB 65536u
 int sfs_readahead_set(const char *mountpoint, unsigned kib);
 void sfs_readahead_want(struct fuse_conn_info *conn, unsigned kib);
 

@@ -363,3 +363,15 @@ names() {
 		fail "read_ahead_kb of $dev: $(cat "/sys/class/bdi/$dev/read_ahead_kb")"
 	[[ $(cat "$MNT/l") == lo ]]
 }
+
+@test "-o readahead=KIB sets the window; 0 leaves the kernel's 128 KiB" {
+	local dev
+	sfs_mount "$UP:$LO=ro" "$MNT" readahead=2048
+	dev=$(mountpoint -d "$MNT")
+	[[ $(cat "/sys/class/bdi/$dev/read_ahead_kb") == 2048 ]] || fail "readahead=2048: $(cat "/sys/class/bdi/$dev/read_ahead_kb")"
+	"$SFS" umount "$MNT"
+	sfs_mount "$UP:$LO=ro" "$MNT" readahead=0
+	dev=$(mountpoint -d "$MNT")
+	[[ $(cat "/sys/class/bdi/$dev/read_ahead_kb") == 128 ]] || fail "readahead=0: $(cat "/sys/class/bdi/$dev/read_ahead_kb")"
+	[[ $(cat "$MNT/l") == lo ]]
+}

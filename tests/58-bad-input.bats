@@ -96,6 +96,10 @@ open(sys.argv[1], "wb").write(bytes(r.randrange(256) for _ in range(int(sys.argv
 @test "opt 20: an unknown command-line option -x" { refused_mount 2 "-x" -x "$UP:$LO" "$MNT"; }
 @test "opt 21: a third operand" { refused_mount 2 "extra" "$UP:$LO" "$MNT" extra; }
 @test "opt 22: a -o value with a newline (the message stays one line)" { refused_mount 2 "whiteout" -o "whiteout=wh"$'\n'"x" "$UP:$LO" "$MNT"; }
+@test "opt 23: -o readahead=-1" { refused_mount 2 "readahead" -o readahead=-1 "$UP:$LO" "$MNT"; }
+@test "opt 24: -o readahead=1x (trailing junk)" { refused_mount 2 "readahead=1x" -o readahead=1x "$UP:$LO" "$MNT"; }
+@test "opt 25: -o readahead=99999999999 (too large, no wrap-around)" { refused_mount 2 "readahead" -o readahead=99999999999 "$UP:$LO" "$MNT"; }
+@test "opt 26: -o readahead=512,readahead=256 (conflicting duplicates)" { refused_mount 2 "readahead" -o readahead=512,readahead=256 "$UP:$LO" "$MNT"; }
 
 @test "tolerated (not a bad input): an empty -o '' mounts, as with mount(8)" {
 	sfs_record stackfs "$MNT"
