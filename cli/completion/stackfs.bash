@@ -119,10 +119,10 @@ _stackfs_mount_opts()
 		mapfile -t cands < <(_stackfs_dirs "$val" "$before${last%%=*}=")
 		_stackfs_want_filenames
 		;;
-	timeout=*) ;;
+	timeout=* | readahead=*) ;;
 	*)
 		local o
-		for o in whiteout= timeout= fsync upgrade writeback lowerdir= upperdir= workdir= \
+		for o in whiteout= timeout= readahead= fsync upgrade writeback lowerdir= upperdir= workdir= \
 			allow_other allow_root auto_unmount default_permissions debug \
 			ro rw dev nodev suid nosuid exec noexec noatime sync dirsync; do
 			cands+=("$before$o")
