@@ -256,6 +256,7 @@ static int do_create(fuse_req_t req, struct sfs_node *parent, const char *name,
 
 	if (ret < 0)
 		return ret;
+	sfs_ns_lock(parent);
 	sfs_umask_begin(req);
 	fd = create_open(p.pl->fd, name, real_flags(fi->flags), mode & 07777, &made);
 	sfs_umask_end();
@@ -269,6 +270,7 @@ static int do_create(fuse_req_t req, struct sfs_node *parent, const char *name,
 		ret = file_new(sfs_node_of(e->ino), atomic_load(&sfs_node_of(e->ino)->cu_gen), fd, p.br, fi);
 	if (ret < 0 && fd >= 0)
 		close(fd);
+	sfs_ns_unlock(parent);
 	sfs_stack_put(p.pst);
 	return ret;
 }
