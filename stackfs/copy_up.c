@@ -215,9 +215,6 @@ static int set_origin(const struct sfs_stack *st, int sdir, const char *sname,
 	return sfs_origin_set(workfd, tmp, &o);
 }
 
-/* Copies node n (stack st, parent stack pst) into branch bidx and
- * installs the new stack. For a directory the lower layers stay below
- * the new one; anything else is replaced. */
 /* The copy a lower file with several names already has in the index
  * (copied up through another name), as an fd to link: its own fd when
  * the name shows it already, else the index entry, else -1. */
@@ -247,28 +244,26 @@ static int link_copy(int copyfd, int dirfd, const char *name)
 	return 0;
 }
 
-/* Stages a copy of the entry (with its origin; one with several names
- * goes into the index too) and places it. *placed says whether this call
- * placed it; a directory placed by a racing request is as good. */
-static int make_copy(const struct sfs_stack *st, const struct sfs_layer *sl,
-		     const struct sfs_layer *dl, const struct stat *src,
-		     int workfd, const char *name, bool nodata, bool *placed)
+/* Stages a copy of the entry as work/tmp, with its origin; one with
+ * several names goes into the index too. Nothing is left on failure. */
+static int stage_copy(const struct sfs_stack *st, const struct sfs_layer *sl,
+		      const struct stat *src, int workfd, const char *name,
+		      bool nodata, char tmp[64])
 {
-	int dflag = S_ISDIR(src->st_mode) ? AT_REMOVEDIR : 0;
-	char tmp[64];
 	int ret = stage_entry(&st->l[0], sl->fd, name, src, workfd, tmp, nodata);
 
-	if (ret < 0)
+	if (ret < 0) {
+		tmp[0] = '\0';
 		return ret;
+	}
 	ret = set_origin(st, sl->fd, name, workfd, tmp);
 	if (ret == 0 && S_ISREG(src->st_mode) && src->st_nlink > 1)
 		ret = sfs_index_link(st->snap, src->st_dev, src->st_ino, workfd, tmp);
-	if (ret == 0)
-		ret = place_entry(workfd, tmp, dl->fd, name);
-	if (ret < 0)
-		unlinkat(workfd, tmp, dflag);
-	*placed = ret == 0;
-	return ret == -EEXIST && dflag ? 0 : ret;
+	if (ret < 0) {
+		unlinkat(workfd, tmp, S_ISDIR(src->st_mode) ? AT_REMOVEDIR : 0);
+		tmp[0] = '\0';
+	}
+	return ret;
 }
 
 /* The node's new stack after its copy-up: the copy alone, or above the
@@ -300,43 +295,149 @@ static int install(struct sfs_node *n, const struct sfs_stack *st,
 	return 0;
 }
 
-static int copy_into(struct sfs_node *n, const struct sfs_stack *st,
-		     const struct sfs_stack *pst, unsigned bidx,
-		     const char *name, bool nodata)
+/* The upper copy of directory n, in branch bidx of its parent (stack
+ * pst). A directory placed by a racing request is as good as ours. */
+static int copy_dir_into(struct sfs_node *n, const struct sfs_stack *st,
+			 const struct sfs_stack *pst, unsigned bidx, const char *name)
 {
 	const struct sfs_layer *sl = sfs_stack_in(pst, st->l[0].bidx);
 	const struct sfs_layer *dl = sfs_stack_in(pst, bidx);
 	int workfd = st->snap->b[bidx]->work_fd;
+	char tmp[64];
 	struct stat src;
-	bool placed = false;
 	int fd, ret = sl && dl ? sfs_fstat(st->l[0].fd, &src) : -ESTALE;
 
+	if (ret == 0)
+		ret = stage_copy(st, sl, &src, workfd, name, false, tmp);
 	if (ret < 0)
 		return ret;
-	fd = indexed_copy(st, &src);
-	if (fd >= 0) {
-		ret = link_copy(fd, dl->fd, name);
-		close(fd);
-	} else {
-		ret = make_copy(st, sl, dl, &src, workfd, name, nodata, &placed);
-	}
+	ret = place_entry(workfd, tmp, dl->fd, name);
 	if (ret < 0)
+		unlinkat(workfd, tmp, AT_REMOVEDIR);
+	if (ret < 0 && ret != -EEXIST)
 		return ret;
 	sfs_count(copyups, 1);
-	if (placed && S_ISREG(src.st_mode) && !nodata)
-		sfs_count(copyup_bytes, (uint64_t)src.st_size);
 	fd = sfs_path_fd(dl->fd, name);
 	if (fd < 0)
 		return fd;
 	/* flags go on once placed: an immutable entry cannot be renamed */
-	if ((S_ISREG(src.st_mode) || S_ISDIR(src.st_mode)) && placed)
-		ret = sfs_copy_flags(st->l[0].fd, fd);
+	ret = ret == 0 ? sfs_copy_flags(st->l[0].fd, fd) : 0;
 	if (ret < 0) {
 		/* back to the old state: the lower entry shows again */
 		close(fd);
-		unlinkat(dl->fd, name, S_ISDIR(src.st_mode) ? AT_REMOVEDIR : 0);
+		unlinkat(dl->fd, name, AT_REMOVEDIR);
 		return ret;
 	}
+	return install(n, st, bidx, fd, &src);
+}
+
+/* Whether parent/name still shows node n's lower entry (1), or no longer
+ * (0: a rename replaced it or an unlink removed it since n was reached by
+ * the name). Under the parent's namespace lock, so it stays so. */
+static int name_shows_lower(struct sfs_node *n, struct sfs_node *parent,
+			    const char *name)
+{
+	struct sfs_stack *pst = sfs_node_stack(parent), *st = NULL;
+	struct stat top, id;
+	int ret = sfs_resolve(pst, name, &st, &top, &id);
+
+	sfs_stack_put(pst);
+	if (ret < 0)
+		return ret == -ENOENT ? 0 : ret;
+	ret = (uint64_t)id.st_dev == n->key_dev &&
+	      (uint64_t)id.st_ino == n->key_ino && !sfs_stack_writable(st);
+	sfs_stack_put(st);
+	return ret;
+}
+
+/* The inode flags of a fresh copy of a regular file (other types have
+ * none to copy, and opening a device to ask would be wrong). */
+static int copy_file_flags(const struct sfs_layer *src, int fd, mode_t mode)
+{
+	return S_ISREG(mode) ? sfs_copy_flags(src->fd, fd) : 0;
+}
+
+/* Under the parent's namespace lock: puts the copy under the name if the
+ * name still shows the node — the staged tmp, renamed, or (tmp empty) an
+ * existing copy fd of the index, linked — then a fresh copy's inode flags
+ * (after: an immutable entry cannot be renamed). 1 when placed, 0 when
+ * the name has gone to another entry, or -errno with nothing placed. */
+static int place_file(struct sfs_node *n, struct sfs_node *parent,
+		      const struct sfs_layer *src, mode_t mode, int dirfd,
+		      const char *name, int fd, int workfd, const char *tmp)
+{
+	int ret = name_shows_lower(n, parent, name);
+
+	if (ret <= 0)
+		return ret;
+	ret = tmp[0] ? place_entry(workfd, tmp, dirfd, name) :
+		       link_copy(fd, dirfd, name);
+	if (ret == -EEXIST)
+		return 0; /* an entry made there behind the union's back */
+	if (ret < 0 || !tmp[0])
+		return ret < 0 ? ret : 1;
+	ret = copy_file_flags(src, fd, mode);
+	if (ret < 0)
+		unlinkat(dirfd, name, 0); /* the lower entry shows again */
+	return ret < 0 ? ret : 1;
+}
+
+/* A copy that could not take its name is the node's all the same, as an
+ * unlinked file is its opener's: it leaves the staging directory (one
+ * with other lower names stays in the index for them), then gets its
+ * flags. */
+static int keep_nameless(const struct sfs_layer *src, mode_t mode, int fd,
+			 int workfd, char tmp[64])
+{
+	if (!tmp[0])
+		return 0; /* the index entry, as it was */
+	if (unlinkat(workfd, tmp, 0) < 0)
+		return -errno;
+	tmp[0] = '\0';
+	return copy_file_flags(src, fd, mode);
+}
+
+/* Copies non-directory n, reached by parent/name (stack pst), into branch
+ * bidx. When the name has gone to another entry since n was reached by it
+ * (a rename over it, an unlink), the copy stays nameless: the open or
+ * change that asked for it works on it as on an unlinked file, and never
+ * fails with EEXIST or touches the entry now at the name. */
+static int copy_file_into(struct sfs_node *n, const struct sfs_stack *st,
+			  const struct sfs_stack *pst, struct sfs_node *parent,
+			  unsigned bidx, const char *name, bool nodata)
+{
+	const struct sfs_layer *sl = sfs_stack_in(pst, st->l[0].bidx);
+	const struct sfs_layer *dl = sfs_stack_in(pst, bidx);
+	int workfd = st->snap->b[bidx]->work_fd;
+	char tmp[64] = "";
+	struct stat src;
+	int fd = -1, ret = sl && dl ? sfs_fstat(st->l[0].fd, &src) : -ESTALE;
+
+	if (ret == 0) {
+		fd = indexed_copy(st, &src);
+		if (fd < 0)
+			ret = stage_copy(st, sl, &src, workfd, name, nodata, tmp);
+		if (ret == 0 && fd < 0)
+			ret = fd = sfs_path_fd(workfd, tmp);
+	}
+	if (ret >= 0) {
+		sfs_ns_lock(parent);
+		ret = place_file(n, parent, &st->l[0], src.st_mode, dl->fd,
+				 name, fd, workfd, tmp);
+		sfs_ns_unlock(parent);
+	}
+	if (ret == 0)
+		ret = keep_nameless(&st->l[0], src.st_mode, fd, workfd, tmp);
+	if (ret < 0) {
+		if (tmp[0])
+			unlinkat(workfd, tmp, 0);
+		if (fd >= 0)
+			close(fd);
+		return ret;
+	}
+	sfs_count(copyups, 1);
+	if (tmp[0] && S_ISREG(src.st_mode) && !nodata)
+		sfs_count(copyup_bytes, (uint64_t)src.st_size);
 	return install(n, st, bidx, fd, &src);
 }
 
@@ -361,7 +462,7 @@ int sfs_dir_ensure_layer(struct sfs_node *dir, unsigned bidx,
 		pthread_mutex_lock(&dir_lock);
 		st = sfs_node_stack(dir);
 		if (!sfs_stack_in(st, bidx))
-			ret = copy_into(dir, st, pst, bidx, name, false);
+			ret = copy_dir_into(dir, st, pst, bidx, name);
 		sfs_stack_put(st);
 		pthread_mutex_unlock(&dir_lock);
 		sfs_stack_put(pst);
@@ -388,7 +489,8 @@ static int copy_up_file(struct sfs_node *n, int bidx, bool nodata)
 		pthread_mutex_lock(cu_lock_of(n));
 		st = sfs_node_stack(n);
 		if (!sfs_stack_writable(st))
-			ret = copy_into(n, st, pst, (unsigned)bidx, name, nodata);
+			ret = copy_file_into(n, st, pst, parent, (unsigned)bidx,
+					     name, nodata);
 		sfs_stack_put(st);
 		pthread_mutex_unlock(cu_lock_of(n));
 		sfs_stack_put(pst);

@@ -163,6 +163,7 @@ static int make_entry(fuse_req_t req, struct sfs_node *parent, const char *name,
 
 	if (ret < 0)
 		return ret;
+	sfs_ns_lock(parent);
 	sfs_umask_begin(req);
 	if (kind == MAKE_DIR)
 		r = mkdirat(p.pl->fd, name, mode);
@@ -183,6 +184,7 @@ static int make_entry(fuse_req_t req, struct sfs_node *parent, const char *name,
 		ret = sfs_entry_new(parent, &p, name, e);
 	else if (r == 0)
 		unlinkat(p.pl->fd, name, kind == MAKE_DIR ? AT_REMOVEDIR : 0);
+	sfs_ns_unlock(parent);
 	sfs_stack_put(p.pst);
 	return ret;
 }
@@ -229,6 +231,7 @@ static int do_link(struct sfs_node *n, struct sfs_node *newparent,
 	ret = sfs_node_writable(n, &st);
 	if (ret < 0)
 		return ret;
+	sfs_ns_lock(newparent); /* after the copy-up, which takes one */
 	ret = sfs_place_at(newparent, newname, (int)st->l[0].bidx, &p);
 	if (ret == 0) {
 		/* the reply names the same union inode: resolve the new
@@ -239,6 +242,7 @@ static int do_link(struct sfs_node *n, struct sfs_node *newparent,
 			ret = sfs_lookup_entry(newparent, newname, e);
 		sfs_stack_put(p.pst);
 	}
+	sfs_ns_unlock(newparent);
 	sfs_stack_put(st);
 	return ret;
 }
@@ -323,7 +327,10 @@ static int remove_entry(struct sfs_node *parent, const struct sfs_stack *pst,
 	return unlinkat(kl->fd, name, 0) < 0 ? -errno : 0;
 }
 
-static int do_remove(struct sfs_node *parent, const char *name, bool dir)
+/* Under the parent's namespace lock from the resolution on, so that a
+ * copy-up of the entry either lands before (and is removed) or sees the
+ * name gone (and stays nameless): never beside a whiteout. */
+static int remove_locked(struct sfs_node *parent, const char *name, bool dir)
 {
 	struct sfs_stack *pst = sfs_node_stack(parent), *est = NULL;
 	struct sfs_dirlist l = { 0 };
@@ -346,6 +353,16 @@ static int do_remove(struct sfs_node *parent, const char *name, bool dir)
 	if (est)
 		sfs_stack_put(est);
 	sfs_stack_put(pst);
+	return ret;
+}
+
+static int do_remove(struct sfs_node *parent, const char *name, bool dir)
+{
+	int ret;
+
+	sfs_ns_lock(parent);
+	ret = remove_locked(parent, name, dir);
+	sfs_ns_unlock(parent);
 	return ret;
 }
 

@@ -3,8 +3,11 @@
  * (splice where the kernel allows). */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
+#include <linux/capability.h>
 
 #include "stackfs/ops.h"
 
@@ -115,7 +118,86 @@ static bool wants_write(int flags)
 	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
 }
 
-static int do_open(struct sfs_node *n, struct fuse_file_info *fi)
+/* Whether the caller holds CAP_FSETID for the daemon's files: in its
+ * effective set (read from /proc, as libfuse reads the caller's groups)
+ * and in the daemon's user namespace (a namespace's root is not root
+ * here). A caller that cannot be looked at (gone, or in another pid
+ * namespace) is taken to lack it: clearing the bits is the safe side. */
+static bool caller_has_fsetid(fuse_req_t req)
+{
+	pid_t pid = fuse_req_ctx(req)->pid;
+	char path[64], line[128], ns[64], own[64];
+	unsigned long long caps = 0;
+	bool found = false;
+	ssize_t a, b;
+	FILE *f;
+
+	if (pid <= 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+	a = readlink(path, ns, sizeof(ns));
+	b = readlink("/proc/self/ns/user", own, sizeof(own));
+	if (a <= 0 || a != b || memcmp(ns, own, (size_t)a) != 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "CapEff: %llx", &caps) == 1;
+	fclose(f);
+	return found && (caps & (1ULL << CAP_FSETID));
+}
+
+static bool caller_in_group(fuse_req_t req, gid_t gid)
+{
+	int n = fuse_req_getgroups(req, 0, NULL), i = 0;
+	gid_t *list;
+
+	if (fuse_req_ctx(req)->gid == gid)
+		return true;
+	list = n > 0 ? calloc((size_t)n, sizeof(*list)) : NULL;
+	if (list && fuse_req_getgroups(req, n, list) == n)
+		while (i < n && list[i] != gid)
+			i++;
+	free(list);
+	return list && i < n;
+}
+
+/* The set-ID bits truncating st clears, by the kernel's rule for a caller
+ * without CAP_FSETID: set-user-ID always, set-group-ID when group-exec is
+ * set or the caller is not in the file's group. */
+static mode_t kill_bits(fuse_req_t req, const struct stat *st)
+{
+	mode_t kill = st->st_mode & S_ISUID;
+
+	if (!S_ISREG(st->st_mode))
+		return 0;
+	if ((st->st_mode & S_ISGID) &&
+	    ((st->st_mode & S_IXGRP) || !caller_in_group(req, st->st_gid)))
+		kill |= S_ISGID;
+	return kill && !caller_has_fsetid(req) ? kill : 0;
+}
+
+/* An open that truncates clears set-ID bits as truncate(2) would. The
+ * kernel leaves it to us: with atomic O_TRUNC it sends no setattr for
+ * the truncate (so not the mode change it would carry), and the daemon
+ * truncates as root, which keeps them. */
+static int trunc_kill_priv(fuse_req_t req, int fd)
+{
+	struct stat st;
+	mode_t kill;
+	int ret = sfs_fstat(fd, &st);
+
+	if (ret < 0)
+		return ret;
+	kill = kill_bits(req, &st);
+	if (kill && fchmod(fd, st.st_mode & 07777 & ~kill) < 0)
+		return -errno;
+	return 0;
+}
+
+static int do_open(fuse_req_t req, struct sfs_node *n, struct fuse_file_info *fi)
 {
 	unsigned gen = atomic_load(&n->cu_gen);
 	struct sfs_stack *st;
@@ -131,7 +213,9 @@ static int do_open(struct sfs_node *n, struct fuse_file_info *fi)
 	if (wants_write(fi->flags))
 		gen = atomic_load(&n->cu_gen);
 	fd = sfs_reopen(st->l[0].fd, real_flags(fi->flags));
-	ret = fd < 0 ? fd : file_new(n, gen, fd, st->snap->b[st->l[0].bidx], fi);
+	ret = fd >= 0 && (fi->flags & O_TRUNC) ? trunc_kill_priv(req, fd) : fd;
+	if (ret >= 0)
+		ret = file_new(n, gen, fd, st->snap->b[st->l[0].bidx], fi);
 	sfs_stack_put(st);
 	if (ret < 0 && fd >= 0)
 		close(fd);
@@ -140,7 +224,7 @@ static int do_open(struct sfs_node *n, struct fuse_file_info *fi)
 
 void sfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	int ret = do_open(sfs_node_of(ino), fi);
+	int ret = do_open(req, sfs_node_of(ino), fi);
 
 	if (ret < 0)
 		sfs_reply_err(req, -ret);
@@ -148,25 +232,45 @@ void sfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		file_free(file_of(fi));
 }
 
+/* Opens dirfd/name for a create: made anew, or, where the kernel took
+ * the name for free but an entry is there (made behind its back), the
+ * existing file, which keeps its owner (*made false). */
+static int create_open(int dirfd, const char *name, int flags, mode_t mode,
+		       bool *made)
+{
+	int fd = sfs_open_beneath(dirfd, name, flags | O_CREAT | O_EXCL, mode);
+
+	*made = fd >= 0;
+	if (fd == -EEXIST && !(flags & O_EXCL))
+		fd = sfs_open_beneath(dirfd, name, flags & ~O_CREAT, 0);
+	return fd;
+}
+
 static int do_create(fuse_req_t req, struct sfs_node *parent, const char *name,
 		     mode_t mode, struct fuse_file_info *fi,
 		     struct fuse_entry_param *e)
 {
 	struct sfs_place p;
+	bool made = false;
 	int fd, ret = sfs_place_new(parent, name, &p);
 
 	if (ret < 0)
 		return ret;
+	sfs_ns_lock(parent);
 	sfs_umask_begin(req);
-	fd = sfs_open_beneath(p.pl->fd, name, real_flags(fi->flags) | O_CREAT, mode & 07777);
+	fd = create_open(p.pl->fd, name, real_flags(fi->flags), mode & 07777, &made);
 	sfs_umask_end();
-	ret = fd < 0 ? fd : sfs_set_owner(p.pl->fd, name, req);
+	if (fd < 0 || made)
+		ret = fd < 0 ? fd : sfs_set_owner(p.pl->fd, name, req);
+	else if (fi->flags & O_TRUNC)
+		ret = trunc_kill_priv(req, fd);
 	if (ret == 0)
 		ret = sfs_entry_new(parent, &p, name, e);
 	if (ret == 0)
 		ret = file_new(sfs_node_of(e->ino), atomic_load(&sfs_node_of(e->ino)->cu_gen), fd, p.br, fi);
 	if (ret < 0 && fd >= 0)
 		close(fd);
+	sfs_ns_unlock(parent);
 	sfs_stack_put(p.pst);
 	return ret;
 }

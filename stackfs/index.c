@@ -61,7 +61,13 @@ int sfs_index_link(const struct sfs_snap *s, uint64_t dev, uint64_t ino,
 
 uint32_t sfs_index_nlink(uint32_t lower, uint32_t upper)
 {
-	/* the index holds one link of the copy; names of the lower file not
-	 * copied up are not among the copy's: show the larger count */
-	return lower > upper - 1 ? lower : upper - 1;
+	/* The copy's links are the index's, the name the copy was placed
+	 * under (one of the lower names) and the names made through the
+	 * view; the lower file's other names show the index entry. So:
+	 * every lower name, plus the copy's names beyond the index link and
+	 * the first name. Which other lower names were copied up or deleted
+	 * is not known: each such name may be counted twice, never missed.
+	 * A copy with no name left (a crash before it was placed, or its
+	 * name removed since) still has all the lower names. */
+	return upper > 2 ? lower + (upper - 2) : lower;
 }

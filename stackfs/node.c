@@ -6,7 +6,8 @@
  * mutex guards its stack, parent and name. Order: never hold a shard lock
  * while taking another shard lock or a node lock; a node lock may be held
  * while taking a shard lock (sfs_node_ref of the parent). No lock is held
- * while replying to the kernel. */
+ * while replying to the kernel. The namespace locks (below) come before
+ * all of these. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -378,6 +379,46 @@ void sfs_nodes_destroy(void)
 		free(root);
 		root = NULL;
 	}
+}
+
+/* Namespace locks, striped by directory node: see stackfs.h. */
+#define NS_STRIPES 128
+static pthread_mutex_t ns_locks[NS_STRIPES] = {
+	[0 ... NS_STRIPES - 1] = PTHREAD_MUTEX_INITIALIZER
+};
+
+static unsigned ns_stripe(const struct sfs_node *dir)
+{
+	return (unsigned)(((uintptr_t)dir / sizeof(*dir)) % NS_STRIPES);
+}
+
+void sfs_ns_lock(struct sfs_node *dir)
+{
+	pthread_mutex_lock(&ns_locks[ns_stripe(dir)]);
+}
+
+void sfs_ns_unlock(struct sfs_node *dir)
+{
+	pthread_mutex_unlock(&ns_locks[ns_stripe(dir)]);
+}
+
+/* Two directories (a rename): in stripe order, one lock for one stripe. */
+void sfs_ns_lock2(struct sfs_node *a, struct sfs_node *b)
+{
+	unsigned x = ns_stripe(a), y = ns_stripe(b);
+
+	pthread_mutex_lock(&ns_locks[x < y ? x : y]);
+	if (x != y)
+		pthread_mutex_lock(&ns_locks[x < y ? y : x]);
+}
+
+void sfs_ns_unlock2(struct sfs_node *a, struct sfs_node *b)
+{
+	unsigned x = ns_stripe(a), y = ns_stripe(b);
+
+	if (x != y)
+		pthread_mutex_unlock(&ns_locks[x]);
+	pthread_mutex_unlock(&ns_locks[y]);
 }
 
 struct sfs_node *sfs_node_find(const struct stat *idst)

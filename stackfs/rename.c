@@ -281,6 +281,12 @@ static int do_rename(struct rn *r)
 		ret = sfs_dir_ensure_layer(r->dst.parent, r->k, &np);
 	if (ret < 0)
 		return ret;
+	/* Taken after the copy-ups (each takes one). What was resolved
+	 * stays true meanwhile: the kernel serialises namespace changes in
+	 * these directories, and a copy-up only gives a name's entry an
+	 * upper copy, which the rename replaces or moves as it would the
+	 * lower one. A copy-up after it sees the name gone or replaced. */
+	sfs_ns_lock2(r->src.parent, r->dst.parent);
 	npl = sfs_stack_in(np, r->k);
 	if (!r->dst.st && np->n > 1) {
 		ret = sfs_wh_remove(npl->fd, r->dst.name);
@@ -290,13 +296,14 @@ static int do_rename(struct rn *r)
 		ret = rn_prepare(r, npl, was_whiteout);
 	if (ret >= 0)
 		ret = rn_do(r, npl, rflags);
+	if (ret >= 0) {
+		rn_move_node(&r->src.id, r->dst.parent, r->dst.name);
+		if (r->flags & RENAME_EXCHANGE)
+			rn_move_node(&r->dst.id, r->src.parent, r->src.name);
+	}
+	sfs_ns_unlock2(r->src.parent, r->dst.parent);
 	sfs_stack_put(np);
-	if (ret < 0)
-		return ret;
-	rn_move_node(&r->src.id, r->dst.parent, r->dst.name);
-	if (r->flags & RENAME_EXCHANGE)
-		rn_move_node(&r->dst.id, r->src.parent, r->src.name);
-	return 0;
+	return ret < 0 ? ret : 0;
 }
 
 void sfs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,

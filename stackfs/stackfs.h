@@ -111,6 +111,18 @@ int sfs_nodes_names(struct sfs_node_name **out, size_t *count);
 /* Records a rename: the node now lives at parent/name. */
 int sfs_node_move(struct sfs_node *n, struct sfs_node *parent, const char *name);
 
+/* Namespace locks: a mutex per directory node (striped), held by every
+ * change of what a name of the directory shows (create, mkdir, mknod,
+ * symlink, link, unlink, rmdir, rename) and by a copy-up while it checks
+ * that the name it copies to still shows its node and places the copy
+ * there. The kernel already serialises the namespace changes of one
+ * directory, so they only wait for copy-ups. Never held while copying up
+ * (a copy-up takes one); a rename takes its two with sfs_ns_lock2. */
+void sfs_ns_lock(struct sfs_node *dir);
+void sfs_ns_unlock(struct sfs_node *dir);
+void sfs_ns_lock2(struct sfs_node *a, struct sfs_node *b);
+void sfs_ns_unlock2(struct sfs_node *a, struct sfs_node *b);
+
 struct sfs_stack *sfs_stack_new(struct sfs_snap *snap, unsigned n);
 struct sfs_stack *sfs_stack_get(struct sfs_stack *st);
 void sfs_stack_put(struct sfs_stack *st);

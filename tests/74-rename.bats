@@ -428,3 +428,91 @@ check_mv_big_dir() {
 	cu_assert_gone "$MNT" ld
 	lower_unchanged
 }
+
+# ------------------------------------------------------------ races with copy-up
+
+# race_copyup OP N: for each of N lower files f<i>, one thread opens it
+# for writing (a copy-up) while another, at the same moment, renames a
+# new file t<i> over it (OP rename) or unlinks it (OP unlink). Prints
+# "K failures of N", then the first failures. Either order is fine; an
+# error is not, except ENOENT for an open that comes after the unlink.
+race_copyup() {
+	python3 - "$MNT" "$@" <<'PY'
+import errno, os, sys, threading
+m, op, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+bar = threading.Barrier(2)
+errs = {}
+def work(who):
+    for i in range(n):
+        p, t = f"{m}/f{i}", f"{m}/t{i}"
+        if who == op == "rename":
+            os.close(os.open(t, os.O_CREAT | os.O_WRONLY, 0o644))
+        bar.wait()
+        try:
+            if who == "open":
+                os.close(os.open(p, os.O_WRONLY))
+            elif op == "rename":
+                os.rename(t, p)
+            else:
+                os.unlink(p)
+        except OSError as e:
+            if who == "open" and op == "unlink" and e.errno == errno.ENOENT:
+                continue
+            k = f"{who} f{i}: {errno.errorcode.get(e.errno, e.errno)}"
+            errs[k] = errs.get(k, 0) + 1
+ts = [threading.Thread(target=work, args=(w,)) for w in ("open", op)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+print(f"{len(errs)} failures of {n}")
+for k in list(errs)[:10]:
+    print(k)
+PY
+}
+
+lower_files() {
+	local i
+	for ((i = 0; i < $1; i++)); do
+		echo "$i" >"$LO/f$i"
+	done
+	sfs_snapshot "$LO"
+}
+
+@test "an open for writing of a lower file while a rename replaces it never fails, and the rename's file stays" {
+	sfs_require_cmd python3
+	lower_files 200
+	sfs_mount "$UP:$LO" "$MNT"
+	ls -l "$MNT" >/dev/null
+	run -0 race_copyup rename 200
+	assert_line --index 0 "0 failures of 200"
+	# every name shows the (empty) file renamed over it
+	run -0 find "$MNT" -maxdepth 1 -name 'f*' -size +0
+	assert_output ""
+	run -0 find "$MNT" -maxdepth 1 -name 't*'
+	assert_output ""
+	sfs_assert_unchanged "$LO"
+}
+
+check_unlink_race() {
+	sfs_require_cmd python3
+	lower_files 200
+	sfs_mount "$UP:$LO" "$MNT" $(style_opt "$1")
+	ls -l "$MNT" >/dev/null
+	run -0 race_copyup unlink 200
+	assert_line --index 0 "0 failures of 200"
+	# an unlinked file never comes back, also after a remount
+	run -0 find "$MNT" -maxdepth 1 -name 'f*'
+	assert_output ""
+	"$SFS" umount "$MNT"
+	sfs_mount "$UP:$LO" "$MNT" $(style_opt "$1")
+	run -0 find "$MNT" -maxdepth 1 -name 'f*'
+	assert_output ""
+	sfs_assert_unchanged "$LO"
+}
+
+@test "an open for writing of a lower file while it is unlinked: the file stays deleted (aufs whiteouts)" {
+	check_unlink_race wh
+}
+
+@test "an open for writing of a lower file while it is unlinked: the file stays deleted (overlay whiteouts)" {
+	check_unlink_race overlay
+}

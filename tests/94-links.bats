@@ -121,6 +121,30 @@ remount() {
 	assert_output 2
 }
 
+@test "st_nlink counts every name of a lower hard link copied up and linked again in the view, also after a remount" {
+	echo x >"$LO/a"
+	ln "$LO/a" "$LO/b"
+	sfs_snapshot "$LO"
+	sfs_mount "$UP:$LO" "$MNT"
+	echo y >>"$MNT/a"     # copy-up: the copy goes into the index too
+	ln "$MNT/a" "$MNT/c"  # a third name, in the rw branch
+	# a, b (the lower name, shown through the index) and c: one inode,
+	# three names; the count may count a deleted name, never miss one
+	local n
+	for n in a b c; do
+		[[ $(ino "$MNT/$n") == $(ino "$MNT/a") ]] || fail "$n is another inode"
+		run -0 stat -c %h "$MNT/$n"
+		assert_output 3
+	done
+	remount "$UP:$LO"
+	run -0 stat -c %h "$MNT/a" "$MNT/b" "$MNT/c"
+	assert_output $'3\n3\n3'
+	rm "$MNT/c"
+	run -0 stat -c %h "$MNT/a" "$MNT/b"
+	assert_output $'2\n2'
+	sfs_assert_unchanged "$LO"
+}
+
 @test "find -inum finds every name of a hard-linked file, before and after a copy-up" {
 	mkdir "$LO/d"
 	echo x >"$LO/h1"
