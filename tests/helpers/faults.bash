@@ -53,11 +53,18 @@ fi_call() {
 # mode, owner, size (not of directories), symlink target and link count
 # (not of directories: a merged one shows 1), the sha256 of each file and
 # the user.* xattrs of every entry.
+# The link count of a file with several names is shown as "linked": for
+# a lower hard link copied up through the index it is a bound that may
+# count a name removed through the view (NOTES: never misses one), and the
+# kernel's count of a live mount (adjusted at each link and unlink) can be
+# exact where a fresh daemon's is that bound. The names themselves, and
+# their content, are compared.
 fi_view_state() {
 	(
 		cd "$1" || exit 1
 		find . -printf '%p|%y|%m|%U:%G|%s|%l|%n\n' |
-			awk -F'|' -v OFS='|' '$2 == "d" { $5 = "-"; $7 = "-" } { print }' | LC_ALL=C sort
+			awk -F'|' -v OFS='|' '$2 == "d" { $5 = "-"; $7 = "-" }
+				$2 == "f" && $7 > 1 { $7 = "linked" } { print }' | LC_ALL=C sort
 		find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum
 		find . -print0 | LC_ALL=C sort -z |
 			xargs -0 -r getfattr -h -d -m '^user\.' -e hex 2>/dev/null | grep -v '^$'
