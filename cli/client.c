@@ -106,23 +106,28 @@ static int connect_mount(const char *mp, long long deadline, char *err, size_t e
 	return fd;
 }
 
-/* The request, all of it or an error: a partial write (the timeout hit
- * mid-way) is an error too. */
+/* The request in one send, all of it or an error (a partial send: the
+ * timeout hit mid-way). One send also means a daemon that answers and
+ * closes early (a refusal) cannot leave the rest to fail with EPIPE. */
 static int send_words(int fd, const char *const *w, long long deadline)
 {
-	int ret = 0;
+	char buf[SFS_CTL_MAX_REQUEST];
+	size_t len = 0;
+	ssize_t n;
 
-	for (; *w && ret == 0; w++) {
-		size_t len = strlen(*w) + 1;
-		ssize_t n = send(fd, *w, len, MSG_NOSIGNAL);
+	for (; *w; w++) {
+		size_t wl = strlen(*w) + 1;
 
-		ret = n < 0 ? -errno : (size_t)n < len ? -ETIMEDOUT : 0;
+		if (len + wl >= sizeof(buf))
+			return -E2BIG;
+		memcpy(buf + len, *w, wl);
+		len += wl;
 	}
-	if (ret == 0 && send(fd, "", 1, MSG_NOSIGNAL) < 1)
-		ret = -errno;
-	if (ret == -EAGAIN || (ret == 0 && now_ms() > deadline))
-		ret = -ETIMEDOUT;
-	return ret;
+	buf[len++] = '\0';
+	n = send(fd, buf, len, MSG_NOSIGNAL);
+	if (n < 0)
+		return errno == EAGAIN || now_ms() > deadline ? -ETIMEDOUT : -errno;
+	return (size_t)n < len ? -ETIMEDOUT : 0;
 }
 
 static int read_all(int fd, char **out, size_t *len, long long deadline)

@@ -36,7 +36,8 @@ ctl_sock() {
 }
 
 # fake_daemon REPLY_FILE: puts a server in place of the daemon's control
-# socket that answers every request with the file's bytes (read anew each time) (FAKE: its pid),
+# socket that answers every request (read whole) with the file's bytes,
+# read anew each time (FAKE: its pid),
 # so the command can be fed replies the daemon never gives.
 fake_daemon() {
 	local sock
@@ -49,7 +50,12 @@ s.bind(sys.argv[1]); s.listen(8)
 print("ready", flush=True)
 while True:
     c, _ = s.accept()
-    c.recv(65536)
+    req = b""
+    while not req.endswith(b"\0\0"):
+        b = c.recv(65536)
+        if not b:
+            break
+        req += b
     c.sendall(open(sys.argv[2], "rb").read())
     c.close()
 ' "$sock" "$1" >"$BATS_TEST_TMPDIR/fake.out" 2>&1 &
