@@ -29,6 +29,9 @@ extern const struct sfs_cmd sfs_cmd_diff;
 extern const struct sfs_cmd sfs_cmd_commit;
 
 /* output.c */
+/* s as a JSON string (NULL: null). Every JSON string of the command is
+ * written by this one function: UTF-8 as it is, other bytes as \udcXX
+ * (Python's surrogateescape), control characters as \u00XX. */
 void sfs_json_str(FILE *f, const char *s);
 void sfs_human_size(unsigned long long v, char *buf, size_t len);
 /* A path field of a control reply (escaped by the daemon, control.h): as
@@ -37,6 +40,16 @@ void sfs_human_size(unsigned long long v, char *buf, size_t len);
  * \ooo as /proc/mounts does. */
 void sfs_json_field(FILE *f, const char *field);
 char *sfs_text_field(const char *field);
+
+/* One branch line of a list or status reply (control.h), split in place. */
+struct sfs_branch_row {
+	char *pos, *path, *mode, *id, *fstype, *free_bytes;
+};
+/* 0, or -EPROTO for a line without six fields or with a number that is
+ * not decimal digits. */
+int sfs_branch_row(char *line, struct sfs_branch_row *r);
+/* The row as a JSON object: position, path, mode, id, fstype, free_bytes. */
+void sfs_json_branch(FILE *f, const struct sfs_branch_row *r);
 
 /* Sends a request to the daemon serving mount point mp (control channel,
  * stackfs/control.h): 0 with the reply's body (malloc'd), or -errno with

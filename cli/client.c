@@ -1,17 +1,83 @@
 /* The client side of the control channel (protocol: stackfs/control.h). */
 #include <errno.h>
+#include <math.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "stackfs/control.h"
 #include "stackfs/runtime.h"
 
-static int connect_mount(const char *mp, char *err, size_t errlen)
+/* How long a call may take in all, in ms: STACKFS_CTL_TIMEOUT seconds
+ * (for tests and slow machines), else SFS_CLI_CTL_TIMEOUT_S. A daemon
+ * that stopped answering must not hang a script for ever. */
+#define SFS_CLI_CTL_TIMEOUT_S 30
+
+static int timeout_ms(long long *ms)
+{
+	const char *env = getenv("STACKFS_CTL_TIMEOUT");
+	char *end;
+	double s = SFS_CLI_CTL_TIMEOUT_S;
+
+	if (env && *env) {
+		errno = 0;
+		s = strtod(env, &end);
+		if (errno || *end || !isfinite(s) || s <= 0 || s > 86400)
+			return -EINVAL;
+	}
+	*ms = (long long)(s * 1000 + 0.5);
+	return 0;
+}
+
+static long long now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000LL + t.tv_nsec / 1000000;
+}
+
+/* Waits for events on fd until the deadline: 0, -ETIMEDOUT or -errno. */
+static int wait_fd(int fd, short events, long long deadline)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+	long long left;
+	int n;
+
+	do {
+		left = deadline - now_ms();
+		if (left <= 0)
+			return -ETIMEDOUT;
+		n = poll(&p, 1, left > 60000 ? 60000 : (int)left);
+	} while ((n < 0 && errno == EINTR) || (n == 0 && deadline > now_ms()));
+	if (n < 0)
+		return -errno;
+	return n == 0 ? -ETIMEDOUT : 0;
+}
+
+/* A connect that gives up at the deadline: a daemon that does not accept
+ * leaves the connection in its listen backlog, and once that is full a
+ * blocking connect waits for ever. SO_SNDTIMEO bounds that wait (Unix
+ * sockets take it for connect) and every write after it. */
+static int set_send_timeout(int fd, long long deadline)
+{
+	long long left = deadline - now_ms();
+	struct timeval tv;
+
+	if (left <= 0)
+		return -ETIMEDOUT;
+	tv.tv_sec = left / 1000;
+	tv.tv_usec = (left % 1000) * 1000;
+	return setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0 ? -errno : 0;
+}
+
+static int connect_mount(const char *mp, long long deadline, char *err, size_t errlen)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	unsigned ma, mi;
@@ -28,8 +94,10 @@ static int connect_mount(const char *mp, char *err, size_t errlen)
 	snprintf(a.sun_path, sizeof(a.sun_path), "%s/%u:%u/%s", sfs_runtime_base(), ma, mi,
 		 SFS_CTL_NAME);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-		ret = -errno;
+	ret = fd < 0 ? -errno : set_send_timeout(fd, deadline);
+	if (ret == 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+		ret = errno == EAGAIN || errno == EINPROGRESS ? -ETIMEDOUT : -errno;
+	if (ret < 0) {
 		snprintf(err, errlen, "%s: control channel %s: %s", mp, a.sun_path, strerror(-ret));
 		if (fd >= 0)
 			close(fd);
@@ -38,25 +106,44 @@ static int connect_mount(const char *mp, char *err, size_t errlen)
 	return fd;
 }
 
-static int send_words(int fd, const char *const *w)
+/* The request in one send, all of it or an error (a partial send: the
+ * timeout hit mid-way). One send also means a daemon that answers and
+ * closes early (a refusal) cannot leave the rest to fail with EPIPE. */
+static int send_words(int fd, const char *const *w, long long deadline)
 {
-	for (; *w; w++)
-		if (write(fd, *w, strlen(*w) + 1) < 0)
-			return -errno;
-	return write(fd, "", 1) < 0 ? -errno : 0;
+	char buf[SFS_CTL_MAX_REQUEST];
+	size_t len = 0;
+	ssize_t n;
+
+	for (; *w; w++) {
+		size_t wl = strlen(*w) + 1;
+
+		if (len + wl >= sizeof(buf))
+			return -E2BIG;
+		memcpy(buf + len, *w, wl);
+		len += wl;
+	}
+	buf[len++] = '\0';
+	n = send(fd, buf, len, MSG_NOSIGNAL);
+	if (n < 0)
+		return errno == EAGAIN || now_ms() > deadline ? -ETIMEDOUT : -errno;
+	return (size_t)n < len ? -ETIMEDOUT : 0;
 }
 
-static int read_all(int fd, char **out, size_t *len)
+static int read_all(int fd, char **out, size_t *len, long long deadline)
 {
 	size_t cap = 4096, n = 0;
 	char *buf = malloc(cap + 1);
 
 	while (buf) {
-		ssize_t r = read(fd, buf + n, cap - n);
+		int ret = wait_fd(fd, POLLIN, deadline);
+		ssize_t r = ret < 0 ? ret : read(fd, buf + n, cap - n);
 
+		if (r < 0 && ret == 0 && errno == EINTR)
+			continue;
 		if (r < 0) {
 			free(buf);
-			return -errno;
+			return ret < 0 ? ret : -errno;
 		}
 		if (r == 0)
 			break;
@@ -100,14 +187,27 @@ int sfs_ctl_call(const char *mp, const char *const *words, char **body,
 {
 	char *reply = NULL;
 	size_t len = 0;
-	int fd = connect_mount(mp, err, errlen), ret;
+	long long ms, deadline;
+	int fd, ret = timeout_ms(&ms);
 
-	if (fd < 0)
+	if (ret < 0) {
+		snprintf(err, errlen, "bad STACKFS_CTL_TIMEOUT '%s' (seconds, above 0)",
+			 getenv("STACKFS_CTL_TIMEOUT"));
+		return ret;
+	}
+	deadline = now_ms() + ms;
+	fd = connect_mount(mp, deadline, err, errlen);
+	if (fd < 0 && fd != -ETIMEDOUT)
 		return fd;
-	ret = send_words(fd, words);
+	ret = fd < 0 ? fd : send_words(fd, words, deadline);
 	if (ret == 0)
-		ret = read_all(fd, &reply, &len);
-	close(fd);
+		ret = read_all(fd, &reply, &len, deadline);
+	if (fd >= 0)
+		close(fd);
+	if (ret == -ETIMEDOUT) {
+		snprintf(err, errlen, "%s: the daemon did not answer within %g s", mp, ms / 1000.0);
+		return ret;
+	}
 	if (ret < 0) {
 		snprintf(err, errlen, "%s: control channel: %s", mp, strerror(-ret));
 		return ret;

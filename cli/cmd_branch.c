@@ -9,24 +9,8 @@
 
 #include "cli/cli.h"
 
-/* One line of a list reply: pos, path, mode, id, fstype, free bytes. */
-struct row {
-	char *f[6];
-};
-
-static int split_row(char *line, struct row *r)
-{
-	for (int i = 0; i < 6; i++) {
-		r->f[i] = line;
-		line = strchr(line, '\t');
-		if (!line && i < 5)
-			return -1;
-		if (line)
-			*line++ = '\0';
-	}
-	return 0;
-}
-
+/* A malformed line (none from a daemon of this version) is left out with
+ * a warning, and the JSON array stays valid. */
 static void print_list(char *body, bool json)
 {
 	char *save = NULL, size[32];
@@ -37,22 +21,21 @@ static void print_list(char *body, bool json)
 	else
 		printf("%-4s %-40s %-4s %-4s %-8s %s\n", "POS", "PATH", "MODE", "ID", "FSTYPE", "FREE");
 	for (char *l = strtok_r(body, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-		struct row r;
+		struct sfs_branch_row r;
 
-		if (split_row(l, &r) < 0)
+		if (sfs_branch_row(l, &r) < 0) {
+			fprintf(stderr, "stackfs: branch list: malformed line in the reply, left out\n");
 			continue;
+		}
 		if (json) {
-			printf("%s{\"position\":%s,\"path\":", first ? "" : ",", r.f[0]);
-			sfs_json_field(stdout, r.f[1]);
-			printf(",\"mode\":\"%s\",\"id\":%s,\"fstype\":", r.f[2], r.f[3]);
-			sfs_json_str(stdout, r.f[4]);
-			printf(",\"free_bytes\":%s}", r.f[5]);
+			fputs(first ? "" : ",", stdout);
+			sfs_json_branch(stdout, &r);
 		} else {
-			char *path = sfs_text_field(r.f[1]);
+			char *path = sfs_text_field(r.path);
 
-			sfs_human_size(strtoull(r.f[5], NULL, 10), size, sizeof(size));
-			printf("%-4s %-40s %-4s %-4s %-8s %s\n", r.f[0], path ? path : r.f[1], r.f[2],
-			       r.f[3], r.f[4], size);
+			sfs_human_size(strtoull(r.free_bytes, NULL, 10), size, sizeof(size));
+			printf("%-4s %-40s %-4s %-4s %-8s %s\n", r.pos, path ? path : r.path, r.mode,
+			       r.id, r.fstype, size);
 			free(path);
 		}
 		first = false;

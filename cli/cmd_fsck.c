@@ -105,46 +105,13 @@ static void on_report(void *arg, const struct sfs_fsck_problem *p)
 	fflush(stdout);
 }
 
-/* A JSON string: UTF-8 passes, control characters are escaped, bytes
- * that are not UTF-8 become U+FFFD. */
-static void json_str(FILE *f, const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	if (!s) {
-		fputs("null", f);
-		return;
-	}
-	fputc('"', f);
-	while (*p) {
-		int len = *p < 0x80 ? 1 : (*p >> 5) == 6 ? 2 : (*p >> 4) == 14 ? 3 :
-			  (*p >> 3) == 30 ? 4 : 0;
-		bool ok = len > 0;
-
-		for (int i = 1; ok && i < len; i++)
-			ok = (p[i] & 0xC0) == 0x80;
-		if (!ok) {
-			fputs("\\ufffd", f);
-			p++;
-		} else if (*p == '"' || *p == '\\') {
-			fprintf(f, "\\%c", *p++);
-		} else if (*p < 0x20 || *p == 0x7f) {
-			fprintf(f, "\\u%04x", *p++);
-		} else {
-			fwrite(p, 1, (size_t)len, f);
-			p += len;
-		}
-	}
-	fputc('"', f);
-}
-
 static void json_strs(FILE *f, char **v, size_t n)
 {
 	fputc('[', f);
 	for (size_t i = 0; i < n; i++) {
 		if (i)
 			fputs(", ", f);
-		json_str(f, v[i]);
+		sfs_json_str(f, v[i]);
 	}
 	fputc(']', f);
 }
@@ -155,7 +122,7 @@ static void print_json(struct out *o, const struct sfs_fsck_result *r, bool in_u
 	FILE *f = stdout;
 
 	fputs("{\n  \"branch\": ", f);
-	json_str(f, o->branch);
+	sfs_json_str(f, o->branch);
 	fprintf(f, ",\n  \"repair\": %s,\n  \"in_use\": %s,\n  \"lowers\": ",
 		o->repair ? "true" : "false", in_use ? "true" : "false");
 	if (r && r->lowers_known)
@@ -169,18 +136,18 @@ static void print_json(struct out *o, const struct sfs_fsck_result *r, bool in_u
 
 		fputs(i ? ",\n    {" : "\n    {", f);
 		fputs("\"code\": ", f);
-		json_str(f, d->name);
+		sfs_json_str(f, d->name);
 		fputs(", \"path\": ", f);
-		json_str(f, p->path);
+		sfs_json_str(f, p->path);
 		fputs(", \"description\": ", f);
-		json_str(f, d->description);
+		sfs_json_str(f, d->description);
 		fputs(", \"detail\": ", f);
-		json_str(f, p->detail);
+		sfs_json_str(f, p->detail);
 		fprintf(f, ", \"fixable\": %s, \"fixed\": %s, \"fix\": ",
 			d->fixable ? "true" : "false", p->fixed ? "true" : "false");
-		json_str(f, d->fix);
+		sfs_json_str(f, d->fix);
 		fputs(", \"fix_error\": ", f);
-		json_str(f, p->fix_tried && !p->fixed ? strerror(-p->fix_err) : NULL);
+		sfs_json_str(f, p->fix_tried && !p->fixed ? strerror(-p->fix_err) : NULL);
 		fputc('}', f);
 	}
 	fputs(o->nprobs ? "\n  ],\n  \"notes\": " : "],\n  \"notes\": ", f);

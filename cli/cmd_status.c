@@ -47,50 +47,82 @@ static bool is_json_number(const char *s)
 	return b && !s[a + 1 + b];
 }
 
-/* Branch lines become an array, errors an object, the rest keys. */
-static void print_json(char *body)
+/* The lines of body, split in place (malloc'd, NULL-ended), or NULL. */
+static char **split_lines(char *body)
 {
-	char *save = NULL, *branches[256];
-	int nb = 0, first = 1;
+	size_t n = 1, i = 0;
+	char **v, *save = NULL;
 
-	printf("{");
-	for (char *l = strtok_r(body, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-		char *tab = strchr(l, '\t');
+	for (const char *p = body; *p; p++)
+		n += *p == '\n';
+	v = calloc(n + 1, sizeof(*v));
+	if (!v)
+		return NULL;
+	for (char *l = strtok_r(body, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+		v[i++] = l;
+	return v;
+}
 
-		if (!tab)
+/* Key lines as keys; a value that is not a plain number as a string. */
+static void print_json_keys(char **lines)
+{
+	bool first = true;
+
+	for (char **l = lines; *l; l++) {
+		char *tab = strchr(*l, '\t');
+
+		if (!tab || !strncmp(*l, "branch\t", 7))
 			continue;
 		*tab++ = '\0';
-		if (!strcmp(l, "branch")) {
-			if (nb < 256)
-				branches[nb++] = tab;
-			continue;
-		}
-		printf("%s", first ? "" : ",");
-		sfs_json_str(stdout, l);
-		printf(":");
+		fputs(first ? "" : ",", stdout);
+		sfs_json_str(stdout, *l);
+		putchar(':');
 		if (is_json_number(tab))
-			printf("%s", tab);
+			fputs(tab, stdout);
 		else
 			sfs_json_field(stdout, tab);
-		first = 0;
+		first = false;
 	}
-	printf("%s\"branches\":[", first ? "" : ",");
-	for (int i = 0; i < nb; i++) {
-		char *f[6] = { 0 }, *p = branches[i];
+	if (!first)
+		putchar(',');
+}
 
-		for (int k = 0; k < 6 && p; k++) {
-			f[k] = p;
-			p = strchr(p, '\t');
-			if (p)
-				*p++ = '\0';
-		}
-		if (!f[5])
+/* Every branch line, however many; a malformed one is left out with a
+ * warning, and the array stays valid. */
+static void print_json_branches(char **lines)
+{
+	bool first = true;
+
+	fputs("\"branches\":[", stdout);
+	for (char **l = lines; *l; l++) {
+		struct sfs_branch_row r;
+
+		if (strncmp(*l, "branch\t", 7))
 			continue;
-		printf("%s{\"position\":%s,\"path\":", i ? "," : "", f[0]);
-		sfs_json_field(stdout, f[1]);
-		printf(",\"mode\":\"%s\",\"id\":%s,\"fstype\":\"%s\",\"free_bytes\":%s}", f[2], f[3], f[4], f[5]);
+		if (sfs_branch_row(*l + 7, &r) < 0) {
+			fprintf(stderr, "stackfs: status: malformed branch line in the reply, left out\n");
+			continue;
+		}
+		fputs(first ? "" : ",", stdout);
+		sfs_json_branch(stdout, &r);
+		first = false;
 	}
-	printf("]}\n");
+	putchar(']');
+}
+
+/* Branch lines become an array, the rest keys. */
+static int print_json(char *body)
+{
+	char **lines = split_lines(body);
+
+	if (!lines)
+		return -ENOMEM;
+	putchar('{');
+	print_json_keys(lines);
+	print_json_branches(lines);
+	puts("}");
+	free(lines);
+	return 0;
 }
 
 static int run(int argc, char **argv)
@@ -116,11 +148,16 @@ static int run(int argc, char **argv)
 		fprintf(stderr, "stackfs: status: %s (%s)\n", err, strerror(-ret));
 		return SFS_EXIT_FAIL;
 	}
+	ret = 0;
 	if (json)
-		print_json(body);
+		ret = print_json(body);
 	else
 		print_text(body);
 	free(body);
+	if (ret < 0) {
+		fprintf(stderr, "stackfs: status: %s\n", strerror(-ret));
+		return SFS_EXIT_FAIL;
+	}
 	return SFS_EXIT_OK;
 }
 

@@ -1,10 +1,17 @@
 /* The control server of a live mount (protocol: control.h): one thread
- * accepting one request per connection; branch changes are serialised by
- * the snapshot lock and swap the snapshot atomically. */
+ * accepts, and each connection is served by a thread of its own, so a
+ * slow client delays nobody else (a user opening connection after
+ * connection used to queue root's requests behind seconds of deadlines).
+ * Their number is bounded (control.h), with slots kept for the peers who
+ * may change branches. Branch changes are serialised by change_lock, from
+ * naming the branch to the kernel's invalidations, and swap the snapshot
+ * atomically under the snapshot lock. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +31,30 @@
 static int listen_fd = -1;
 static pthread_t server;
 static char *sock_path;
+
+/* One connection being served. A slot is FREE, BUSY (its thread runs and
+ * owns fd) or DONE (the thread has returned or is returning, fd closed;
+ * it is joined before the slot is used again, or at stop). */
+enum slot_state { SLOT_FREE, SLOT_BUSY, SLOT_DONE };
+
+struct conn {
+	pthread_t tid;
+	int fd;
+	bool privileged;          /* SO_PEERCRED: root or the daemon's user */
+	enum slot_state state;
+};
+
+/* slots_lock guards slots, the counts and stopping */
+static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t slot_done = PTHREAD_COND_INITIALIZER;
+static struct conn slots[SFS_CTL_MAX_CONN];
+static unsigned busy, busy_unpriv;
+static bool stopping;
+
+/* Held by a change request from finding its branch to the end of the
+ * kernel's invalidations: the index found must name the same branch when
+ * the change is made, as when one thread served everything. */
+static pthread_mutex_t change_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* A reply under construction. */
 struct reply {
@@ -236,23 +267,31 @@ static bool may_change(int fd)
 	return cred.uid == 0 || cred.uid == getuid();
 }
 
-static void handle(int fd, char **w, int nw, struct reply *r)
+static void do_change(char **w, int nw, struct reply *r)
 {
 	struct sfs_change c;
 	bool force;
 
-	if (nw == 1 && !strcmp(w[0], "list")) {
-		list_branches(r, "");
-	} else if (nw == 1 && !strcmp(w[0], "status")) {
-		do_status(r);
-	} else if (!may_change(fd)) {
-		fail(r, EPERM, "only root and the user who mounted may change branches");
-	} else if (parse_change(w, nw, &c, &force, r) == 0) {
+	pthread_mutex_lock(&change_lock);
+	if (parse_change(w, nw, &c, &force, r) == 0) {
 		int ret = sfs_branches_change(&c, force, r->msg, sizeof(r->msg));
 
 		if (ret < 0)
 			r->err = -ret;
 	}
+	pthread_mutex_unlock(&change_lock);
+}
+
+static void handle(bool privileged, char **w, int nw, struct reply *r)
+{
+	if (nw == 1 && !strcmp(w[0], "list"))
+		list_branches(r, "");
+	else if (nw == 1 && !strcmp(w[0], "status"))
+		do_status(r);
+	else if (!privileged)
+		fail(r, EPERM, "only root and the user who mounted may change branches");
+	else
+		do_change(w, nw, r);
 }
 
 static long long now_ms(void)
@@ -338,7 +377,7 @@ static int send_all(int fd, const char *buf, size_t len, long long deadline)
 	return 0;
 }
 
-static void serve_one(int fd)
+static void serve_one(int fd, bool privileged)
 {
 	struct reply r = { .cap = 4096 };
 	char buf[SFS_CTL_MAX_REQUEST], *w[16], msg[4 * sizeof(r.msg)], head[sizeof(msg) + 64];
@@ -353,7 +392,7 @@ static void serve_one(int fd)
 	else if (nw < 0)
 		fail(&r, EPROTO, "malformed request");
 	else
-		handle(fd, w, nw, &r);
+		handle(privileged, w, nw, &r);
 	/* the message is made one line where it is written; this is a guard */
 	sfs_escape(msg, sizeof(msg), r.msg, 0);
 	if (r.err)
@@ -369,19 +408,114 @@ static void serve_one(int fd)
 	free(r.buf);
 }
 
-static void *server_main(void *arg)
+static void *conn_main(void *arg)
+{
+	struct conn *c = arg;
+
+	serve_one(c->fd, c->privileged);
+	pthread_mutex_lock(&slots_lock);
+	/* closed under the lock: stop may shut down the fd of a BUSY slot */
+	close(c->fd);
+	c->fd = -1;
+	c->state = SLOT_DONE;
+	busy--;
+	if (!c->privileged)
+		busy_unpriv--;
+	pthread_cond_broadcast(&slot_done);
+	pthread_mutex_unlock(&slots_lock);
+	return NULL;
+}
+
+/* Joins the threads of DONE slots (they have returned or are about to:
+ * nothing is left for them but the return). Under slots_lock. */
+static void reap_done(void)
+{
+	for (unsigned i = 0; i < SFS_CTL_MAX_CONN; i++) {
+		if (slots[i].state != SLOT_DONE)
+			continue;
+		pthread_join(slots[i].tid, NULL);
+		slots[i].state = SLOT_FREE;
+	}
+}
+
+/* A connection not served: one ERR line if the socket takes it at once,
+ * then closed. The client may try again. */
+static void refuse(int fd, const char *why)
+{
+	char line[256];
+	int n = snprintf(line, sizeof(line), "ERR EAGAIN %s\n", why);
+
+	if (send(fd, line, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		sfs_log(SFS_LOG_DEBUG, "control: refusal not sent: %s", strerror(errno));
+	close(fd);
+}
+
+/* Serves fd in a thread of its own. Peers who may not change branches
+ * share SFS_CTL_MAX_UNPRIV slots and are refused past them, so the other
+ * slots stay free for root and the mounting user, who wait for one only
+ * when they fill them themselves. */
+static void dispatch(int fd, bool privileged)
+{
+	const char *why = NULL;
+	struct conn *c = NULL;
+
+	pthread_mutex_lock(&slots_lock);
+	reap_done();
+	if (!privileged && busy_unpriv >= SFS_CTL_MAX_UNPRIV)
+		why = "too many connections at once, try again";
+	while (!why && busy == SFS_CTL_MAX_CONN && !stopping) {
+		pthread_cond_wait(&slot_done, &slots_lock);
+		reap_done();
+	}
+	for (unsigned i = 0; !why && !c && i < SFS_CTL_MAX_CONN; i++)
+		if (slots[i].state == SLOT_FREE)
+			c = &slots[i];
+	if (!why && !c)
+		why = "shutting down";
+	if (c) {
+		*c = (struct conn){ .fd = fd, .privileged = privileged, .state = SLOT_BUSY };
+		if (pthread_create(&c->tid, NULL, conn_main, c) != 0) {
+			c->state = SLOT_FREE;
+			why = "cannot start a thread, try again";
+		} else {
+			busy++;
+			busy_unpriv += !privileged;
+		}
+	}
+	pthread_mutex_unlock(&slots_lock);
+	if (why)
+		refuse(fd, why);
+}
+
+/* Waits for the next connection; -errno when the server should stop. A
+ * transient failure (out of fds or memory) waits a little and tries
+ * again rather than ending the control channel for the mount's life. */
+static int accept_one(void)
 {
 	for (;;) {
 		int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
 
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			break; /* shut down */
-		}
-		serve_one(fd);
-		close(fd);
+		if (fd >= 0)
+			return fd;
+		if (errno == EINTR || errno == ECONNABORTED)
+			continue;
+		if (errno != EMFILE && errno != ENFILE && errno != ENOBUFS && errno != ENOMEM)
+			return -errno; /* shut down */
+		pthread_mutex_lock(&slots_lock);
+		bool stop = stopping;
+		pthread_mutex_unlock(&slots_lock);
+		if (stop)
+			return -EINVAL;
+		poll(NULL, 0, 100);
 	}
+}
+
+static void *server_main(void *arg)
+{
+	int fd;
+
+	while ((fd = accept_one()) >= 0)
+		dispatch(fd, may_change(fd));
 	return NULL;
 }
 
@@ -415,8 +549,23 @@ void sfs_control_stop(void)
 {
 	if (listen_fd < 0)
 		return;
+	pthread_mutex_lock(&slots_lock);
+	stopping = true;
+	pthread_cond_broadcast(&slot_done);
+	pthread_mutex_unlock(&slots_lock);
 	shutdown(listen_fd, SHUT_RDWR);
 	pthread_join(server, NULL);
+	/* cut the connections still served short (their reads and sends
+	 * fail at once) and wait for every thread */
+	pthread_mutex_lock(&slots_lock);
+	for (unsigned i = 0; i < SFS_CTL_MAX_CONN; i++)
+		if (slots[i].state == SLOT_BUSY)
+			shutdown(slots[i].fd, SHUT_RDWR);
+	while (busy)
+		pthread_cond_wait(&slot_done, &slots_lock);
+	reap_done();
+	stopping = false;
+	pthread_mutex_unlock(&slots_lock);
 	close(listen_fd);
 	listen_fd = -1;
 	unlink(sock_path);

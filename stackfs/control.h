@@ -30,12 +30,18 @@
 #define SFS_CTL_MAX_REQUEST 8192
 #define SFS_CTL_MAX_REPLY (1 << 20)
 
-/* One thread serves one connection at a time, so each connection has
- * deadlines: the whole request must arrive within SFS_CTL_REQUEST_MS of
- * the accept (else "ERR ETIMEDOUT" and the connection is closed), and the
- * whole reply must be taken within SFS_CTL_REPLY_MS of being ready. A
- * client that trickles bytes or never reads holds the channel for at
- * most their sum; `stackfs` sends its request at once. */
+/* Each connection is served by a thread of its own, at most
+ * SFS_CTL_MAX_CONN at once; peers who may not change branches (not root,
+ * not the daemon's user) share SFS_CTL_MAX_UNPRIV of them and past that
+ * get "ERR EAGAIN" at once, so they can never take the slots root needs.
+ * Each connection has deadlines: the whole request must arrive within
+ * SFS_CTL_REQUEST_MS of the accept (else "ERR ETIMEDOUT" and the
+ * connection is closed), and the whole reply must be taken within
+ * SFS_CTL_REPLY_MS of being ready, so a client that trickles bytes or
+ * never reads holds its slot for at most their sum; `stackfs` sends its
+ * request at once. */
+#define SFS_CTL_MAX_CONN 32
+#define SFS_CTL_MAX_UNPRIV 24
 #define SFS_CTL_REQUEST_MS 2000
 #define SFS_CTL_REPLY_MS 2000
 

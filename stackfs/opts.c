@@ -17,7 +17,7 @@
 #include "stackfs/stackfs.h"
 
 enum { KEY_FG, KEY_DEBUG, KEY_HELP, KEY_VERSION, KEY_WHITEOUT, KEY_TIMEOUT, KEY_READAHEAD,
-       KEY_LOWERDIR, KEY_UPPERDIR, KEY_WORKDIR };
+       KEY_LOWERDIR, KEY_UPPERDIR, KEY_WORKDIR, KEY_SUBTYPE, KEY_FSNAME };
 
 #define OPT(t, field, v) { t, offsetof(struct sfs_opts, field), v }
 static const struct fuse_opt table[] = {
@@ -30,6 +30,8 @@ static const struct fuse_opt table[] = {
 	FUSE_OPT_KEY("lowerdir=", KEY_LOWERDIR),
 	FUSE_OPT_KEY("upperdir=", KEY_UPPERDIR),
 	FUSE_OPT_KEY("workdir=", KEY_WORKDIR),
+	FUSE_OPT_KEY("subtype=", KEY_SUBTYPE),
+	FUSE_OPT_KEY("fsname=", KEY_FSNAME),
 	FUSE_OPT_KEY("-f", KEY_FG),
 	FUSE_OPT_KEY("-d", KEY_DEBUG),
 	FUSE_OPT_KEY("debug", KEY_DEBUG),
@@ -49,6 +51,9 @@ static struct {
 	size_t n;
 	int whiteout_set, timeout_set, readahead_set;
 } seen;
+
+/* The user named the mount's source (fsname=): it is kept. */
+static int fsname_given;
 
 static void seen_free(void)
 {
@@ -331,6 +336,35 @@ out:
 	return ret;
 }
 
+/* subtype= makes the mount's type fuse.SUBTYPE, and fuse.stackfs is how
+ * the commands (runtime.c, client.c, umount) and fstab recognise a
+ * stackfs mount: anything else would be silently overridden or would
+ * hide the mount from them, so it is refused. subtype=stackfs is what is
+ * always set; saying it is harmless. */
+static int parse_subtype(const char *arg)
+{
+	if (strcmp(arg, "subtype=stackfs") == 0)
+		return 0;
+	sfs_errmsg("bad option '%s': the subtype is always stackfs (the mount's type is "
+		   "fuse.stackfs, by which the stackfs commands find it)", arg);
+	return -1;
+}
+
+/* fsname= is the mount's source, as mount(8), findmnt and /proc/mounts
+ * show it: the user's name is kept (a label for an fstab line), only the
+ * default is ours. Checked for duplicates like every libfuse option. */
+static int parse_fsname(const char *arg)
+{
+	if (!arg[strlen("fsname=")]) {
+		sfs_errmsg("bad option 'fsname=': no name given");
+		return -1;
+	}
+	if (seen_fuse_opt(arg) < 0)
+		return -1;
+	fsname_given = 1;
+	return 1; /* libfuse's */
+}
+
 static int positional(struct sfs_opts *o, const char *arg)
 {
 	char **slot = !o->branches ? &o->branches : !o->mountpoint ? &o->mountpoint : NULL;
@@ -374,6 +408,10 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *out)
 		return ovl_set(&ovl.upperdir, arg);
 	case KEY_WORKDIR:
 		return ovl_set(&ovl.workdir, arg);
+	case KEY_SUBTYPE:
+		return parse_subtype(arg);
+	case KEY_FSNAME:
+		return parse_fsname(arg);
 	case FUSE_OPT_KEY_OPT:
 		return seen_fuse_opt(arg) < 0 ? -1 : 1;
 	default:
@@ -389,6 +427,7 @@ int sfs_opts_parse(struct fuse_args *args, struct sfs_opts *o)
 	o->timeout = 60.0;
 	o->readahead_kb = SFS_READAHEAD_DEFAULT_KIB;
 	o->whiteout = SFS_WH_AUFS;
+	fsname_given = 0;
 	ret = fuse_opt_parse(args, o, table, opt_proc);
 	seen_free();
 	if (ret < 0) {
@@ -399,7 +438,8 @@ int sfs_opts_parse(struct fuse_args *args, struct sfs_opts *o)
 		return -EINVAL;
 	/* Permission checks are the kernel's, on the union's attributes: the
 	 * daemon runs with the rights of its user and must not lend them. */
-	if (fuse_opt_add_arg(args, "-odefault_permissions,subtype=stackfs,fsname=stackfs") < 0)
+	if (fuse_opt_add_arg(args, fsname_given ? "-odefault_permissions,subtype=stackfs" :
+			     "-odefault_permissions,subtype=stackfs,fsname=stackfs") < 0)
 		return -ENOMEM;
 	return 0;
 }

@@ -159,6 +159,33 @@ names() {
 	assert_output --partial default_permissions
 }
 
+@test "-o fsname=NAME is the mount's source; subtype=stackfs is accepted; the type stays fuse.stackfs" {
+	sfs_mount "$UP:$LO" "$MNT"
+	run -0 findmnt -rn -o SOURCE,FSTYPE -M "$MNT"
+	assert_output "stackfs fuse.stackfs"
+	run -0 "$SFS" umount "$MNT"
+	sfs_mount "$UP:$LO" "$MNT" fsname=mydata,subtype=stackfs
+	run -0 findmnt -rn -o SOURCE,FSTYPE -M "$MNT"
+	assert_output "mydata fuse.stackfs"
+	# the commands still find it
+	run -0 "$SFS" status "$MNT"
+	run -0 "$SFS" branch list "$MNT"
+	run -0 "$SFS" umount "$MNT"
+	[[ $(sfs_fstype "$MNT") != fuse.stackfs ]] || fail "still mounted"
+}
+
+@test "an fstab line with fsname= shows that source in findmnt" {
+	local fstab=$BATS_TEST_TMPDIR/fstab
+	sfs_install_for_mount8
+	printf '%s %s fuse.stackfs fsname=layers,noauto 0 0\n' "$UP:$LO" "$MNT" >"$fstab"
+	sfs_record stackfs "$MNT"
+	run -0 mount -T "$fstab" "$MNT"
+	run -0 findmnt -rn -o SOURCE,FSTYPE -M "$MNT"
+	assert_output "layers fuse.stackfs"
+	run -0 cat "$MNT/u" "$MNT/l"
+	assert_output $'up\nlo'
+}
+
 @test "-o allow_other,default_permissions pass through to the kernel mount" {
 	sfs_mount "$UP:$LO" "$MNT" allow_other,default_permissions
 	run -0 findmnt -rn -o OPTIONS -M "$MNT"

@@ -100,6 +100,10 @@ open(sys.argv[1], "wb").write(bytes(r.randrange(256) for _ in range(int(sys.argv
 @test "opt 24: -o readahead=1x (trailing junk)" { refused_mount 2 "readahead=1x" -o readahead=1x "$UP:$LO" "$MNT"; }
 @test "opt 25: -o readahead=99999999999 (too large, no wrap-around)" { refused_mount 2 "readahead" -o readahead=99999999999 "$UP:$LO" "$MNT"; }
 @test "opt 26: -o readahead=512,readahead=256 (conflicting duplicates)" { refused_mount 2 "readahead" -o readahead=512,readahead=256 "$UP:$LO" "$MNT"; }
+@test "opt 27: -o subtype=other (the type is always fuse.stackfs)" { refused_mount 2 "subtype=other" -o subtype=other "$UP:$LO" "$MNT"; }
+@test "opt 28: -o subtype= (empty)" { refused_mount 2 "subtype=" -o subtype= "$UP:$LO" "$MNT"; }
+@test "opt 29: -o fsname= (empty)" { refused_mount 2 "fsname=" -o fsname= "$UP:$LO" "$MNT"; }
+@test "opt 30: -o fsname=a,fsname=b (conflicting duplicates)" { refused_mount 2 "fsname" -o fsname=a,fsname=b "$UP:$LO" "$MNT"; }
 
 @test "tolerated (not a bad input): an empty -o '' mounts, as with mount(8)" {
 	sfs_record stackfs "$MNT"

@@ -468,6 +468,70 @@ outside_names() {
 	ctl_still_serving
 }
 
+# slow_clients SECONDS N: N unprivileged clients at a time, each sending
+# half a request and holding the connection (the server waits its 2 s
+# deadline for the rest), relaunched as they end, for SECONDS; their
+# replies go to $BATS_TEST_TMPDIR/slow.*.out. Sets SLOW (the pids).
+slow_clients() {
+	local secs=$1 n=$2 k
+	SLOW=()
+	for ((k = 0; k < n; k++)); do
+		(
+			end=$((SECONDS + secs))
+			while ((SECONDS < end)); do
+				setpriv --reuid=nobody --regid=nogroup --clear-groups \
+					"$CTLPROBE" --hold 5 --timeout 8 "$SOCK" raw 'sta' || true
+			done
+		) >"$BATS_TEST_TMPDIR/slow.$k.out" 2>&1 &
+		SLOW+=($!)
+	done
+}
+
+@test "control channel: many slow unprivileged clients do not delay root's status (served at once)" {
+	ctl_mount
+	# what a status costs here without them (an ASan build is slower)
+	local k t0 ms worst=0 base
+	t0=$(date +%s%N)
+	run -0 timeout 20 "$SFS" status "$MNT"
+	base=$((($(date +%s%N) - t0) / 1000000))
+	slow_clients 8 40
+	sleep 1.5
+	for ((k = 0; k < 6; k++)); do
+		t0=$(date +%s%N)
+		run -0 timeout 20 "$SFS" status "$MNT"
+		ms=$((($(date +%s%N) - t0) / 1000000))
+		((ms > worst)) && worst=$ms
+		sleep 0.3
+	done
+	# and a change (refused by the daemon, so nothing on disk moves)
+	t0=$(date +%s%N)
+	run -1 timeout 20 "$SFS" branch add "$MNT" "$T/missing"
+	assert_output --partial "missing"
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	((ms > worst)) && worst=$ms
+	wait "${SLOW[@]}" 2>/dev/null || true
+	((worst < base + 1000)) ||
+		fail "root's status took up to ${worst} ms (${base} ms alone) while nobody held connections"
+	# the slow clients were really being served: their deadline passed
+	# (ETIMEDOUT), and past the unprivileged slots some were told EAGAIN
+	grep -q 'reply ERR ETIMEDOUT' "$BATS_TEST_TMPDIR"/slow.*.out || fail "no slow client was served: $(cat "$BATS_TEST_TMPDIR"/slow.0.out)"
+	grep -q 'reply ERR EAGAIN' "$BATS_TEST_TMPDIR"/slow.*.out || fail "no slow client was refused past the unprivileged slots"
+	ctl_still_serving
+}
+
+@test "control channel: unmount while connections are being served ends every thread at once" {
+	ctl_mount
+	slow_clients 3 30
+	sleep 1
+	local t0=$SECONDS took
+	run -0 timeout 20 "$SFS" umount "$MNT"
+	took=$((SECONDS - t0))
+	wait "${SLOW[@]}" 2>/dev/null || true
+	((took <= 2)) || fail "unmount took $took s"
+	sfs_alive "$DPID" && fail "the daemon ($DPID) is still running"
+	[[ ! -e $SOCK ]] || fail "the control socket is left behind"
+}
+
 @test "runtime files: root's, and nothing but the socket is writable by others" {
 	ctl_mount
 	local dir=${SOCK%/*} f bad=

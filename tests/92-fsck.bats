@@ -589,3 +589,14 @@ EOF
 	run_fsck "$UP"
 	refute_output --partial "entries checked"
 }
+
+@test "--json: a path with bytes that are not UTF-8 comes back exact (\udcXX, surrogateescape)" {
+	local name=$'.wh.odd\xff\xc3('
+	touch "$UP/$name"
+	"$SFS" fsck --json "$UP" >"$BATS_TEST_TMPDIR/out.json" || true
+	run -0 python3 -c '
+import json, os, sys
+d = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))
+print([p["path"].encode("utf-8", "surrogateescape") for p in d["problems"]])' "$BATS_TEST_TMPDIR/out.json"
+	assert_output --partial "b'/.wh.odd\\xff\\xc3('"
+}

@@ -24,7 +24,55 @@ setup() {
 
 teardown() {
 	exec 8<&- 2>/dev/null || true
+	# a test that stopped the daemon or started a fake one
+	[[ -n ${STOPPED:-} ]] && kill -CONT "$STOPPED" 2>/dev/null
+	[[ -n ${FAKE:-} ]] && kill "$FAKE" 2>/dev/null && wait "$FAKE" 2>/dev/null
 	sfs_cleanup
+}
+
+# The control socket of $MNT.
+ctl_sock() {
+	echo "$SFS_RUNTIME/$(findmnt -rn -o MAJ:MIN -M "$MNT" | tail -n1)/ctl"
+}
+
+# fake_daemon REPLY_FILE: puts a server in place of the daemon's control
+# socket that answers every request (read whole) with the file's bytes,
+# read anew each time (FAKE: its pid),
+# so the command can be fed replies the daemon never gives.
+fake_daemon() {
+	local sock
+	sock=$(ctl_sock)
+	rm -f "$sock"
+	python3 -c '
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(sys.argv[1]); s.listen(8)
+print("ready", flush=True)
+while True:
+    c, _ = s.accept()
+    req = b""
+    while not req.endswith(b"\0\0"):
+        b = c.recv(65536)
+        if not b:
+            break
+        req += b
+    c.sendall(open(sys.argv[2], "rb").read())
+    c.close()
+' "$sock" "$1" >"$BATS_TEST_TMPDIR/fake.out" 2>&1 &
+	FAKE=$!
+	local i
+	for ((i = 0; i < 50; i++)); do
+		grep -q ready "$BATS_TEST_TMPDIR/fake.out" && return 0
+		sleep 0.1
+	done
+	fail "the fake daemon did not start: $(cat "$BATS_TEST_TMPDIR/fake.out")"
+}
+
+# json_check CMD...: CMD's stdout is valid UTF-8 and valid JSON.
+json_check() {
+	"$@" >"$BATS_TEST_TMPDIR/out.json" || fail "$* failed"
+	python3 -c 'import json,sys; json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))' \
+		"$BATS_TEST_TMPDIR/out.json" || fail "not valid JSON: $(cat -v "$BATS_TEST_TMPDIR/out.json")"
 }
 
 @test "branch list shows position, path, mode, id, filesystem and free space" {
@@ -163,4 +211,91 @@ teardown() {
 	grep -q '^done' "$log" || fail "$(cat "$log")"
 	run -0 "$SFS" branch list "$MNT"
 	[[ -n $(sfs_daemon_pid "$MNT") ]] || fail "the daemon is gone"
+}
+
+@test "--json: a path with bytes that are not UTF-8 comes back exact (\udcXX, surrogateescape)" {
+	local odd=$T/$'odd\xff-\xc3(-\xe2\x82-é-"\\'
+	mkdir "$odd"
+	run -0 "$SFS" branch add "$MNT" "$odd" --bottom
+	json_check "$SFS" branch list "$MNT" --json
+	run -0 python3 -c '
+import json, os, sys
+v = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))
+p = v[-1]["path"].encode("utf-8", "surrogateescape")
+print(p == os.fsencode(sys.argv[2]), repr(v[-1]["path"]))' "$BATS_TEST_TMPDIR/out.json" "$odd"
+	assert_output --partial "True '"
+	assert_output --partial "odd\\udcff-\\udcc3(-\\udce2\\udc82-é-\"\\\\"
+	json_check "$SFS" status "$MNT" --json
+	run -0 python3 -c '
+import json, os, sys
+v = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))
+print(v["branches"][-1]["path"].encode("utf-8", "surrogateescape") == os.fsencode(sys.argv[2]))' \
+		"$BATS_TEST_TMPDIR/out.json" "$odd"
+	assert_output True
+}
+
+@test "status --json and branch list --json give every branch, past 256" {
+	local i
+	for ((i = 0; i < 300; i++)); do
+		mkdir "$T/b$i"
+		"$SFS" branch add "$MNT" "$T/b$i" --bottom || fail "branch add $i failed"
+	done
+	json_check "$SFS" status "$MNT" --json
+	run -0 python3 -c '
+import json, sys
+v = json.load(open(sys.argv[1]))
+b = v["branches"]
+print(len(b), b[-1]["position"], b[-1]["path"].endswith("/b299"))' "$BATS_TEST_TMPDIR/out.json"
+	assert_output "302 301 True"
+	json_check "$SFS" branch list "$MNT" --json
+	run -0 python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))))' "$BATS_TEST_TMPDIR/out.json"
+	assert_output 302
+}
+
+@test "--json stays valid JSON when the reply has a malformed branch line or an fstype to escape" {
+	local reply=$BATS_TEST_TMPDIR/reply
+	printf 'OK\nmountpoint\t/m\nbranch\t0\t/a\trw\t1\text4\t100\nbranch\tbroken\nbranch\t1\t/b\tro\t2\tfuse."x\\134y\t5\nbranch\tx\t/c\tro\t3\text4\t5\nlookups\t7\n' >"$reply"
+	fake_daemon "$reply"
+	json_check "$SFS" status "$MNT" --json
+	run -0 python3 -c '
+import json, sys
+v = json.load(open(sys.argv[1]))
+print(v["lookups"], [(b["path"], b["fstype"]) for b in v["branches"]])' "$BATS_TEST_TMPDIR/out.json"
+	assert_output "7 [('/a', 'ext4'), ('/b', 'fuse.\"x\\\\y')]"
+	printf 'OK\n0\t/a\trw\t1\text4\t100\nbroken\n1\t/b\tro\t2\tfuse."x\\134y\t5\n' >"$reply"
+	json_check "$SFS" branch list "$MNT" --json
+	run -0 python3 -c '
+import json, sys
+print([(b["path"], b["fstype"]) for b in json.load(open(sys.argv[1]))])' "$BATS_TEST_TMPDIR/out.json"
+	assert_output "[('/a', 'ext4'), ('/b', 'fuse.\"x\\\\y')]"
+}
+
+@test "a daemon that does not answer: status and branch give up with ETIMEDOUT, exit 1" {
+	STOPPED=$(sfs_daemon_pid "$MNT")
+	kill -STOP "$STOPPED"
+	local t0=$SECONDS
+	STACKFS_CTL_TIMEOUT=1.5 run -1 timeout 20 "$SFS" status "$MNT"
+	assert_output --partial "did not answer within 1.5 s (Connection timed out)"
+	STACKFS_CTL_TIMEOUT=1 run -1 timeout 20 "$SFS" branch list "$MNT"
+	assert_output --partial "(Connection timed out)"
+	# past the listen backlog: connect itself must give up too
+	local i pids=()
+	for ((i = 0; i < 12; i++)); do
+		STACKFS_CTL_TIMEOUT=3 timeout 20 "$SFS" status "$MNT" >/dev/null 2>&1 &
+		pids+=($!)
+	done
+	STACKFS_CTL_TIMEOUT=1 run -1 timeout 20 "$SFS" branch list "$MNT"
+	assert_output --partial "(Connection timed out)"
+	local rc
+	for i in "${pids[@]}"; do
+		rc=0
+		wait "$i" || rc=$?
+		((rc == 1)) || fail "a status against a stopped daemon: exit $rc (124: it hung)"
+	done
+	((SECONDS - t0 < 15)) || fail "took $((SECONDS - t0)) s"
+	run -1 env STACKFS_CTL_TIMEOUT=x "$SFS" status "$MNT"
+	assert_output --partial "bad STACKFS_CTL_TIMEOUT"
+	kill -CONT "$STOPPED"
+	STOPPED=
+	run -0 "$SFS" status "$MNT"
 }

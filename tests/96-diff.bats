@@ -183,3 +183,14 @@ A /e2"
 	run -0 "$SFS" diff --help
 	assert_output --partial "A /path"
 }
+
+@test "diff --json: a path with bytes that are not UTF-8 comes back exact (\udcXX, surrogateescape)" {
+	sfs_mount "$UP:$LO" "$MNT"
+	echo x >"$MNT/"$'odd\xff\xc3(\x01'
+	"$SFS" diff --json "$MNT" >"$BATS_TEST_TMPDIR/out.json" || fail "diff failed"
+	run -0 python3 -c '
+import json, sys
+v = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))
+print([(c["change"], c["path"].encode("utf-8", "surrogateescape")) for c in v])' "$BATS_TEST_TMPDIR/out.json"
+	assert_output --partial "('A', b'/odd\\xff\\xc3(\\x01')"
+}

@@ -251,3 +251,17 @@ check_commit() {
 	run -0 "$SFS" commit --help
 	assert_output --partial "--keep"
 }
+
+@test "commit --json: a path with bytes that are not UTF-8 comes back exact (\udcXX, surrogateescape)" {
+	local name=$'odd\xff\xc3('
+	sfs_mount "$UP:$LO" "$MNT"
+	echo x >"$MNT/$name"
+	"$SFS" umount "$MNT" || fail "umount failed"
+	"$SFS" commit --json "$UP" --into "$LO" >"$BATS_TEST_TMPDIR/out.json" || fail "commit failed"
+	run -0 python3 -c '
+import json, sys
+d = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))
+print([c["path"].encode("utf-8", "surrogateescape") for c in d["changes"]])' "$BATS_TEST_TMPDIR/out.json"
+	assert_output --partial "b'/odd\\xff\\xc3('"
+	[[ -f $LO/$name ]] || fail "not committed"
+}

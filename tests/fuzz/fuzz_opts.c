@@ -113,8 +113,9 @@ static void parse_argv(int argc, char **argv, const struct expect_ovl *x)
 		CHECK(o.whiteout == SFS_WH_AUFS || o.whiteout == SFS_WH_OVERLAY,
 		      "whiteout style %d", (int)o.whiteout);
 		CHECK(args.argc >= 2 && args.argv[args.argc] == NULL &&
-		      !strcmp(args.argv[args.argc - 1],
-			      "-odefault_permissions,subtype=stackfs,fsname=stackfs"),
+		      /* fsname=stackfs unless the user named the source */
+		      !strncmp(args.argv[args.argc - 1], "-odefault_permissions,subtype=stackfs",
+			       strlen("-odefault_permissions,subtype=stackfs")),
 		      "FUSE arguments after %s", show_argv(argc, argv));
 	} else {
 		CHECK(ret == -EINVAL || ret == -ENOMEM, "ret %d from %s", ret,
