@@ -134,10 +134,10 @@ WL_whiteout=(
 	'rmdir d2/in'
 )
 
-# Names made again over their whiteouts. Known to fail (NOTES.md, "Crash
-# consistency"): the whiteout is removed before the new entry is made,
-# and a new directory is made opaque only once in place; run by
-# tests/stress/findings.bats.
+# Names made again over their whiteouts: a file create, a directory
+# (opaque: the deleted one's lower children stay hidden), a symlink, a
+# fifo (mknod) and a hard link, each made whole in the staging directory
+# and put over the whiteout in one step (NOTES.md, "Crash consistency").
 wl_recreate_setup() {
 	wl_whiteout_setup "$@"
 }
@@ -148,6 +148,12 @@ WL_recreate=(
 	'rm d1/b'
 	'rmdir d1'
 	'mkdir d1'
+	'rm l1'
+	'ln -s d1 l1'
+	'rm d2/in/c'
+	'mkfifo d2/in/c'
+	'rm d2/in/c'
+	'ln f1 d2/in/c'
 )
 
 wl_hardlink_setup() {
