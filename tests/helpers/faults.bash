@@ -105,6 +105,8 @@ wl_rename_setup() {
 	printf 'in d2\n' >"$1/lower/d2/z"
 	printf 'up1\n' >"$1/upper/u/x1"
 	printf 'up2\n' >"$1/upper/u/x2"
+	mkdir -p "$1/lower/e1" "$1/upper/e1"
+	printf 'old\n' >"$1/lower/e1/old"
 }
 WL_rename=(
 	'mv f1 f1new'
@@ -114,6 +116,11 @@ WL_rename=(
 	"$TOOLS/cuprobe rename u/x1 u/x2 exchange"
 	'mv u/x1 d2/'
 	'mv d2 u/d2moved'
+	'mv f3 f1'
+	'mv d1new d1'
+	'rm e1/old'
+	'mkdir u/nd'
+	'mv -T u/nd e1'
 )
 
 wl_whiteout_setup() {
