@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "stackfs/ops.h"
+#include "xattr/xattr.h"
 
 void sfs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
@@ -93,14 +94,180 @@ int sfs_place_at(struct sfs_node *parent, const char *name, int bidx,
 	p->br = p->pst->snap->b[bidx];
 	/* a whiteout only hides something where there are layers below */
 	if (p->pst->n > 1 || p->pst->l[0].bidx != (unsigned)bidx) {
-		ret = sfs_wh_remove(p->pl->fd, name);
+		ret = sfs_wh_find(p->pl->fd, name);
 		if (ret < 0) {
 			sfs_stack_put(p->pst);
 			return ret;
 		}
-		p->was_whiteout = ret == 1;
+		p->wh = ret;
 	}
 	return 0;
+}
+
+/* A private directory in the staging area in which a new entry is made
+ * as it would be in the parent: the kernel gives it the parent's group
+ * and set-group-ID bit (a directory) where the parent has that bit, and
+ * the parent's default ACL (which then replaces the umask). */
+struct stage {
+	int workfd;
+	int fd;                       /* O_PATH of work/dir */
+	char dir[64];
+};
+
+#define ACL_DEFAULT_XATTR "system.posix_acl_default"
+
+static int stage_copy_acl(int from, int to)
+{
+	ssize_t n = sfs_xattr_get(from, "", ACL_DEFAULT_XATTR, NULL, 0);
+	char *buf;
+	int ret;
+
+	if (n == -ENODATA || n == -EOPNOTSUPP || n == 0)
+		return 0;
+	if (n < 0)
+		return (int)n;
+	buf = malloc((size_t)n);
+	if (!buf)
+		return -ENOMEM;
+	n = sfs_xattr_get(from, "", ACL_DEFAULT_XATTR, buf, (size_t)n);
+	ret = n < 0 ? (int)n : sfs_xattr_set(to, "", ACL_DEFAULT_XATTR, buf, (size_t)n, 0);
+	free(buf);
+	return ret;
+}
+
+static void stage_end(struct stage *sg, const char *name);
+
+static int stage_begin(const struct sfs_place *p, struct stage *sg)
+{
+	mode_t mode = 0700;
+	struct stat pst;
+	int ret = sfs_fstat(p->pl->fd, &pst);
+
+	sg->workfd = p->br->work_fd;
+	sg->fd = -1;
+	if (ret < 0)
+		return ret;
+	sfs_temp_name(sg->dir, "mk");
+	if (mkdirat(sg->workfd, sg->dir, mode) < 0)
+		return -errno;
+	if (pst.st_mode & S_ISGID)
+		mode |= S_ISGID;
+	if (fchownat(sg->workfd, sg->dir, (uid_t)-1, pst.st_gid, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    fchmodat(sg->workfd, sg->dir, mode, 0) < 0)
+		ret = -errno;
+	if (ret == 0)
+		ret = sg->fd = sfs_path_fd(sg->workfd, sg->dir);
+	if (ret >= 0)
+		ret = stage_copy_acl(p->pl->fd, sg->fd);
+	if (ret < 0)
+		stage_end(sg, NULL);
+	return ret < 0 ? ret : 0;
+}
+
+/* Removes the staging directory and what a failure left in it (the next
+ * mount empties the staging area of what this cannot remove). */
+static void stage_end(struct stage *sg, const char *name)
+{
+	int fd;
+
+	if (name && sg->fd >= 0 && unlinkat(sg->fd, name, 0) < 0 && errno == EISDIR) {
+		fd = sfs_path_fd(sg->fd, name);
+		if (fd >= 0 && sfs_wh_clear_dir(fd) == 0)
+			unlinkat(sg->fd, name, AT_REMOVEDIR);
+		if (fd >= 0)
+			close(fd);
+	}
+	if (sg->fd >= 0)
+		close(sg->fd);
+	unlinkat(sg->workfd, sg->dir, AT_REMOVEDIR);
+}
+
+/* make(), with the caller's umask, then the caller's owner. *made says
+ * whether something is at dirfd/name to be removed on failure. */
+static int make_owned(fuse_req_t req, int dirfd, const char *name,
+		      sfs_make_fn make, void *arg, bool *made)
+{
+	int ret;
+
+	if (req)
+		sfs_umask_begin(req);
+	ret = make(dirfd, name, arg);
+	if (req)
+		sfs_umask_end();
+	*made = ret == 0;
+	if (ret == 0 && req)
+		ret = sfs_set_owner(dirfd, name, req);
+	return ret;
+}
+
+/* A directory made over a whiteout hides what is below it. */
+static int make_opaque(int dirfd, const char *name)
+{
+	struct stat st;
+	int fd, ret;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return 0;
+	fd = sfs_path_fd(dirfd, name);
+	if (fd < 0)
+		return fd;
+	ret = sfs_wh_set_opaque(fd, sfs_m.opts.whiteout);
+	close(fd);
+	return ret;
+}
+
+static int make_in_place(fuse_req_t req, const struct sfs_place *p,
+			 const char *name, sfs_make_fn make, void *arg)
+{
+	bool made;
+	int ret = make_owned(req, p->pl->fd, name, make, arg, &made);
+
+	if (ret < 0 && made && unlinkat(p->pl->fd, name, 0) < 0 && errno == EISDIR)
+		unlinkat(p->pl->fd, name, AT_REMOVEDIR);
+	return ret;
+}
+
+/* Over a whiteout: made whole in a staging directory, then swapped in.
+ * The view shows the whiteout until the rename, the new entry from then
+ * on (an aufs ".wh.NAME" removed after it loses to the entry). Before,
+ * the whiteout went first and a crash before the entry was made, or
+ * before a new directory was opaque, showed the deleted lower entry. */
+static int make_staged(fuse_req_t req, const struct sfs_place *p,
+		       const char *name, sfs_make_fn make, void *arg)
+{
+	struct stage sg;
+	bool made;
+	int ret = stage_begin(p, &sg);
+
+	if (ret < 0)
+		return ret;
+	ret = make_owned(req, sg.fd, name, make, arg, &made);
+	if (ret == 0)
+		ret = make_opaque(sg.fd, name);
+	if (ret == 0)
+		ret = sfs_wh_replace(sg.fd, name, p->pl->fd, name, p->wh);
+	stage_end(&sg, ret < 0 && made ? name : NULL);
+	return ret;
+}
+
+int sfs_place_make(fuse_req_t req, const struct sfs_place *p, const char *name,
+		   sfs_make_fn make, void *arg)
+{
+	int ret;
+
+	if (!p->wh)
+		return make_in_place(req, p, name, make, arg);
+	if (p->br->work_fd >= 0)
+		return make_staged(req, p, name, make, arg);
+	/* no staging directory: the old order, whiteout first */
+	ret = sfs_wh_remove(p->pl->fd, name);
+	if (ret >= 0)
+		ret = make_in_place(req, p, name, make, arg);
+	if (ret == 0)
+		ret = make_opaque(p->pl->fd, name);
+	return ret;
 }
 
 int sfs_place_new(struct sfs_node *parent, const char *name, struct sfs_place *p)
@@ -154,38 +321,44 @@ static void reply_entry(fuse_req_t req, int ret, struct fuse_entry_param *e)
 /* What mkdir, mknod and symlink share: place, make, own, enter. */
 enum make_kind { MAKE_DIR, MAKE_NODE, MAKE_SYMLINK };
 
+struct make_args {
+	enum make_kind kind;
+	mode_t mode;
+	dev_t rdev;
+	const char *target;
+};
+
+static int make_one(int dirfd, const char *name, void *arg)
+{
+	const struct make_args *a = arg;
+	int r;
+
+	if (a->kind == MAKE_DIR)
+		r = mkdirat(dirfd, name, a->mode);
+	else if (a->kind == MAKE_NODE)
+		r = mknodat(dirfd, name, a->mode, a->rdev);
+	else
+		r = symlinkat(a->target, dirfd, name);
+	return r < 0 ? -errno : 0;
+}
+
 static int make_entry(fuse_req_t req, struct sfs_node *parent, const char *name,
 		      enum make_kind kind, mode_t mode, dev_t rdev,
 		      const char *target, struct fuse_entry_param *e)
 {
+	struct make_args a = { kind, mode, rdev, target };
 	struct sfs_place p;
-	int r, ret = sfs_place_new(parent, name, &p);
+	int ret;
 
-	if (ret < 0)
-		return ret;
 	sfs_ns_lock(parent);
-	sfs_umask_begin(req);
-	if (kind == MAKE_DIR)
-		r = mkdirat(p.pl->fd, name, mode);
-	else if (kind == MAKE_NODE)
-		r = mknodat(p.pl->fd, name, mode, rdev);
-	else
-		r = symlinkat(target, p.pl->fd, name);
-	sfs_umask_end();
-	ret = r < 0 ? -errno : sfs_set_owner(p.pl->fd, name, req);
-	if (ret == 0 && kind == MAKE_DIR && p.was_whiteout) {
-		int fd = sfs_path_fd(p.pl->fd, name);
-
-		ret = fd < 0 ? fd : sfs_wh_set_opaque(fd, sfs_m.opts.whiteout);
-		if (fd >= 0)
-			close(fd);
+	ret = sfs_place_new(parent, name, &p);
+	if (ret == 0) {
+		ret = sfs_place_make(req, &p, name, make_one, &a);
+		if (ret == 0)
+			ret = sfs_entry_new(parent, &p, name, e);
+		sfs_stack_put(p.pst);
 	}
-	if (ret == 0)
-		ret = sfs_entry_new(parent, &p, name, e);
-	else if (r == 0)
-		unlinkat(p.pl->fd, name, kind == MAKE_DIR ? AT_REMOVEDIR : 0);
 	sfs_ns_unlock(parent);
-	sfs_stack_put(p.pst);
 	return ret;
 }
 
@@ -215,6 +388,13 @@ void sfs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 	reply_entry(req, ret, &e);
 }
 
+static int link_one(int dirfd, const char *name, void *arg)
+{
+	const int *srcfd = arg;
+
+	return linkat(*srcfd, "", dirfd, name, AT_EMPTY_PATH) < 0 ? -errno : 0;
+}
+
 /* A hard link lives in the branch of its source. */
 static int do_link(struct sfs_node *n, struct sfs_node *newparent,
 		   const char *newname, struct fuse_entry_param *e)
@@ -236,9 +416,8 @@ static int do_link(struct sfs_node *n, struct sfs_node *newparent,
 	if (ret == 0) {
 		/* the reply names the same union inode: resolve the new
 		 * name, which finds it by identity (origin included) */
-		if (linkat(st->l[0].fd, "", p.pl->fd, newname, AT_EMPTY_PATH) < 0)
-			ret = -errno;
-		else
+		ret = sfs_place_make(NULL, &p, newname, link_one, &st->l[0].fd);
+		if (ret == 0)
 			ret = sfs_lookup_entry(newparent, newname, e);
 		sfs_stack_put(p.pst);
 	}

@@ -232,46 +232,57 @@ void sfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		file_free(file_of(fi));
 }
 
-/* Opens dirfd/name for a create: made anew, or, where the kernel took
- * the name for free but an entry is there (made behind its back), the
- * existing file, which keeps its owner (*made false). */
-static int create_open(int dirfd, const char *name, int flags, mode_t mode,
-		       bool *made)
-{
-	int fd = sfs_open_beneath(dirfd, name, flags | O_CREAT | O_EXCL, mode);
+struct create_args {
+	int flags;
+	mode_t mode;
+	int fd;                       /* the new file, opened */
+};
 
-	*made = fd >= 0;
-	if (fd == -EEXIST && !(flags & O_EXCL))
-		fd = sfs_open_beneath(dirfd, name, flags & ~O_CREAT, 0);
-	return fd;
+static int create_one(int dirfd, const char *name, void *arg)
+{
+	struct create_args *a = arg;
+	int fd = sfs_open_beneath(dirfd, name, a->flags | O_CREAT | O_EXCL, a->mode);
+
+	if (fd < 0)
+		return fd;
+	a->fd = fd;
+	return 0;
 }
 
+/* A create always makes a new file. One that meets an entry (the kernel
+ * cached the name as free while the branch got it behind the union's
+ * back) answers ESTALE unless the caller asked for O_EXCL: the kernel
+ * then repeats the open once with a fresh lookup, finds the entry, and
+ * opens it as any existing file, checking the caller's permissions and
+ * truncating through setattr. Opening it here, as root, skipped those
+ * checks (the kernel takes a created file as the caller's own). */
 static int do_create(fuse_req_t req, struct sfs_node *parent, const char *name,
 		     mode_t mode, struct fuse_file_info *fi,
 		     struct fuse_entry_param *e)
 {
+	struct create_args a = { real_flags(fi->flags), mode & 07777, -1 };
+	struct sfs_node *n;
 	struct sfs_place p;
-	bool made = false;
-	int fd, ret = sfs_place_new(parent, name, &p);
+	int ret;
 
-	if (ret < 0)
-		return ret;
 	sfs_ns_lock(parent);
-	sfs_umask_begin(req);
-	fd = create_open(p.pl->fd, name, real_flags(fi->flags), mode & 07777, &made);
-	sfs_umask_end();
-	if (fd < 0 || made)
-		ret = fd < 0 ? fd : sfs_set_owner(p.pl->fd, name, req);
-	else if (fi->flags & O_TRUNC)
-		ret = trunc_kill_priv(req, fd);
+	ret = sfs_place_new(parent, name, &p);
+	if (ret < 0)
+		goto out;
+	ret = sfs_place_make(req, &p, name, create_one, &a);
+	if (ret == -EEXIST && !(fi->flags & O_EXCL))
+		ret = -ESTALE;
 	if (ret == 0)
 		ret = sfs_entry_new(parent, &p, name, e);
-	if (ret == 0)
-		ret = file_new(sfs_node_of(e->ino), atomic_load(&sfs_node_of(e->ino)->cu_gen), fd, p.br, fi);
-	if (ret < 0 && fd >= 0)
-		close(fd);
-	sfs_ns_unlock(parent);
+	if (ret == 0) {
+		n = sfs_node_of(e->ino);
+		ret = file_new(n, atomic_load(&n->cu_gen), a.fd, p.br, fi);
+	}
 	sfs_stack_put(p.pst);
+out:
+	if (ret < 0 && a.fd >= 0)
+		close(a.fd);
+	sfs_ns_unlock(parent);
 	return ret;
 }
 

@@ -29,6 +29,7 @@ struct rn {
 	struct rn_end src, dst;
 	unsigned flags;
 	unsigned k;                       /* the branch it happens in */
+	int dst_wh;                       /* SFS_WH_HAS_* at a free destination */
 };
 
 static void rn_release(struct rn *r)
@@ -199,7 +200,22 @@ static int end_opaque_at(const struct rn_end *e, const struct rn_end *at,
 	return below || was_whiteout ? sfs_wh_set_opaque(e->st->l[0].fd, sfs_m.opts.whiteout) : 0;
 }
 
-static int rn_prepare(struct rn *r, const struct sfs_layer *npl, bool was_whiteout)
+/* A replaced upper directory must be empty for the branch too, but its
+ * whiteouts (and an aufs opaque marker) hide lower entries for as long
+ * as it is at the name. So it is first made opaque by the overlay xattr
+ * (read in either style, and no entry in the way of the rename), then
+ * emptied: a crash in between shows it as empty as the view had it. It
+ * cannot go into the staging directory first, as rmdir's does: the name
+ * would show the lower directory until the rename. (Emptied first, a
+ * crash between two unlinks showed the lower entries again.) */
+static int rn_empty_dst(const struct rn *r)
+{
+	int fd = r->dst.st->l[0].fd, ret = sfs_wh_set_opaque(fd, SFS_WH_OVERLAY);
+
+	return ret < 0 ? ret : sfs_wh_clear_dir(fd);
+}
+
+static int rn_prepare(struct rn *r)
 {
 	int ret = 0;
 
@@ -207,38 +223,61 @@ static int rn_prepare(struct rn *r, const struct sfs_layer *npl, bool was_whiteo
 		ret = end_opaque_at(&r->src, &r->dst, r->k, false);
 		return ret < 0 ? ret : end_opaque_at(&r->dst, &r->src, r->k, false);
 	}
-	/* a replaced upper directory must be empty for the branch too */
 	if (r->dst.st && S_ISDIR(r->dst.top.st_mode) && r->dst.st->l[0].bidx == r->k)
-		ret = sfs_wh_clear_dir(r->dst.st->l[0].fd);
-	(void)npl;
-	return ret < 0 ? ret : end_opaque_at(&r->src, &r->dst, r->k, was_whiteout);
+		ret = rn_empty_dst(r);
+	return ret < 0 ? ret : end_opaque_at(&r->src, &r->dst, r->k, r->dst_wh != 0);
+}
+
+/* The rename over the destination's whiteouts: over an overlay device
+ * an exchange (a plain rename cannot put a directory there), which
+ * leaves the device at the old name, where it is the whiteout the old
+ * name needs in overlay style, or else is removed. An aufs ".wh.NAME"
+ * goes after the rename (the entry wins meanwhile). Removing them first
+ * let a crash show the lower entry at the destination. */
+static void rn_after_wh(const struct rn *r, int srcfd, const struct sfs_layer *npl,
+			bool below)
+{
+	char wh[NAME_MAX + 1];
+
+	if ((r->dst_wh & SFS_WH_HAS_DEV) && !(below && sfs_m.opts.whiteout == SFS_WH_OVERLAY))
+		unlinkat(srcfd, r->src.name, 0);
+	if ((r->dst_wh & SFS_WH_HAS_AUFS) &&
+	    snprintf(wh, sizeof(wh), SFS_WH_PREFIX "%s", r->dst.name) < (int)sizeof(wh))
+		unlinkat(npl->fd, wh, 0);
 }
 
 /* Leaves a whiteout for the old name when branches below still show it,
- * in one atomic step where the format allows (RENAME_WHITEOUT). */
+ * in one atomic step where the format allows (RENAME_WHITEOUT, or the
+ * destination's whiteout device swapped in), else an aufs ".wh.NAME"
+ * first (the entry wins over it until the rename). */
 static int rn_do(struct rn *r, const struct sfs_layer *npl, unsigned rflags)
 {
 	const struct sfs_layer *pl = sfs_stack_in(r->src.pst, r->k);
 	struct sfs_branch *br = r->src.pst->snap->b[r->k];
+	bool ovl = sfs_m.opts.whiteout == SFS_WH_OVERLAY, aufs_wh;
 	int below = 0, ret;
 
 	if (!(rflags & RENAME_EXCHANGE))
 		below = sfs_resolve_below(r->src.pst, r->k, r->src.name);
 	if (below < 0)
 		return below;
-	if (below && sfs_m.opts.whiteout == SFS_WH_OVERLAY)
+	aufs_wh = below && !ovl;
+	if (r->dst_wh & SFS_WH_HAS_DEV)
+		rflags = RENAME_EXCHANGE;
+	else if (below && ovl)
 		rflags |= RENAME_WHITEOUT;
-	else if (below) {
+	if (aufs_wh) {
 		ret = sfs_wh_create(pl->fd, r->src.name, br->work_fd, SFS_WH_AUFS);
 		if (ret < 0)
 			return ret;
 	}
 	if (renameat2(pl->fd, r->src.name, npl->fd, r->dst.name, rflags) < 0) {
 		ret = -errno;
-		if (below && !(rflags & RENAME_WHITEOUT))
+		if (aufs_wh)
 			sfs_wh_remove(pl->fd, r->src.name); /* the old name stays */
 		return ret;
 	}
+	rn_after_wh(r, pl->fd, npl, below);
 	if (below)
 		sfs_count(whiteouts, 1);
 	return 0;
@@ -268,7 +307,6 @@ static int do_rename(struct rn *r)
 	struct sfs_stack *np = NULL;
 	const struct sfs_layer *npl;
 	unsigned rflags = r->flags & (RENAME_NOREPLACE | RENAME_EXCHANGE);
-	bool was_whiteout = false;
 	int ret = rn_resolve(r);
 
 	if (ret == 0)
@@ -289,11 +327,11 @@ static int do_rename(struct rn *r)
 	sfs_ns_lock2(r->src.parent, r->dst.parent);
 	npl = sfs_stack_in(np, r->k);
 	if (!r->dst.st && np->n > 1) {
-		ret = sfs_wh_remove(npl->fd, r->dst.name);
-		was_whiteout = ret == 1;
+		ret = sfs_wh_find(npl->fd, r->dst.name);
+		r->dst_wh = ret < 0 ? 0 : ret;
 	}
 	if (ret >= 0)
-		ret = rn_prepare(r, npl, was_whiteout);
+		ret = rn_prepare(r);
 	if (ret >= 0)
 		ret = rn_do(r, npl, rflags);
 	if (ret >= 0) {

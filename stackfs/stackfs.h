@@ -228,17 +228,28 @@ int sfs_file_fd(struct sfs_file *f);
 
 /* ---- dir.c: namespace helpers ----------------------------------------- */
 /* Where a new name of a directory goes: the directory's layer in a rw
- * branch (made if missing), with a whiteout of the name there removed. */
+ * branch (made if missing), and the whiteouts of the name there, which
+ * the new entry replaces (sfs_place_make). Under the parent's namespace
+ * lock. */
 struct sfs_place {
 	struct sfs_stack *pst;        /* the parent's stack, referenced */
 	const struct sfs_layer *pl;   /* its layer in the target branch */
 	struct sfs_branch *br;        /* the target branch */
-	bool was_whiteout;            /* a directory made here must be opaque */
+	int wh;                       /* SFS_WH_HAS_* of the name there */
 };
 int sfs_place_at(struct sfs_node *parent, const char *name, int bidx,
 		 struct sfs_place *p);
 /* In the highest rw branch. */
 int sfs_place_new(struct sfs_node *parent, const char *name, struct sfs_place *p);
+/* Makes the entry dirfd/name (0 or -errno; nothing made on failure). */
+typedef int (*sfs_make_fn)(int dirfd, const char *name, void *arg);
+/* Makes name at the place with make(), owned by the caller of req (with
+ * its umask; req NULL: as made, for a link). Over a whiteout the entry is
+ * made complete (owner, a directory's opaque mark) in a staging directory
+ * that gives it the parent's group and default ACL, then replaces the
+ * whiteout in one step. 0, or -errno with nothing left at the name. */
+int sfs_place_make(fuse_req_t req, const struct sfs_place *p, const char *name,
+		   sfs_make_fn make, void *arg);
 /* Enters a just-made entry into the table and fills the kernel's reply:
  * it has one layer, the one just made (nothing below shows through a
  * name that was free, or whited out and then made opaque). */

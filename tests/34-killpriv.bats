@@ -134,3 +134,33 @@ set_id_files() {
 	run -0 stat -c '%a %s %U' "$UP/pub/x"
 	assert_output "777 0 root"
 }
+
+@test "a create that meets an existing file the caller may not open (made behind the union's back) is refused as an open of that file would be" {
+	local f
+	mkdir -m 777 "$UP/pub"
+	# the kernel caches the names as free, so the opens below are creates
+	for f in w t r; do
+		run stat "$MNT/pub/$f"
+		[[ $status -ne 0 ]] || fail "pub/$f exists"
+	done
+	for f in w t r; do echo secret >"$UP/pub/$f"; done
+	chmod 644 "$UP/pub/w" "$UP/pub/t"
+	chmod 600 "$UP/pub/r"
+	run as_nobody sh -c 'echo evil >>pub/w'
+	assert_failure
+	assert_output --partial 'Permission denied'
+	run as_nobody sh -c ': >pub/t'
+	assert_failure
+	assert_output --partial 'Permission denied'
+	run as_nobody perl -e 'use Fcntl; sysopen(my $f, "pub/r", O_RDONLY | O_CREAT) or die "$!\n"; print <$f>'
+	assert_failure
+	assert_output 'Permission denied'
+	run -0 cat "$UP/pub/w" "$UP/pub/t" "$UP/pub/r"
+	assert_output $'secret\nsecret\nsecret'
+	# the caller's own file, and O_EXCL, as on any filesystem
+	run as_nobody perl -e 'use Fcntl; sysopen(my $f, "pub/w", O_WRONLY | O_CREAT | O_EXCL) or die "$!\n"'
+	assert_failure
+	assert_output 'File exists'
+	run -0 stat -c '%a %U %s' "$UP/pub/w"
+	assert_output '644 root 7'
+}

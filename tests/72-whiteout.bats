@@ -281,6 +281,63 @@ check_create_over_whiteout() {
 	check_create_over_whiteout overlay
 }
 
+# A name made again over its whiteout is made in the staging directory
+# and swapped in: it must come out as a fresh name in the same directory
+# does (the caller's owner and umask, a set-group-ID parent's group and,
+# for a directory, its bit; a parent's default ACL instead of the umask).
+recreate_meta() {
+	stat -c '%F %A %U %G' "$1"
+	getfacl -cp "$1" 2>/dev/null
+}
+
+check_recreate_like_new() {
+	local style=$1 d kind
+	sfs_require_cmd setfacl getfacl setpriv
+	chmod 755 "$T" "$UP" "$LO"
+	for d in sg ac; do
+		mkdir -p "$LO/$d/dd"
+		echo x >"$LO/$d/x"
+		echo y >"$LO/$d/dd/y"
+		mkdir -m 777 "$UP/$d"
+	done
+	sfs_snapshot "$LO"
+	chgrp 1234 "$UP/sg"
+	chmod 2777 "$UP/sg"
+	setfacl -d -m u:1234:rwx,g::r-x,o::r-x "$UP/ac"
+	cu_mount "allow_other${style:+,$(style_opt "$style")}"
+	for d in sg ac; do
+		rm "$MNT/$d/x"
+		rm -r "$MNT/$d/dd"
+		(cd "$MNT/$d" && setpriv --reuid=nobody --regid=nogroup --clear-groups \
+			sh -c 'umask 027; echo new >x; mkdir dd; echo new >fx; mkdir fdd') ||
+			fail "nobody could not make the names in $d"
+		for kind in x:fx dd:fdd; do
+			[[ "$(recreate_meta "$UP/$d/${kind%%:*}")" == "$(recreate_meta "$UP/$d/${kind#*:}")" ]] ||
+				fail "$d/${kind%%:*} is not made as a new name is:
+$(recreate_meta "$UP/$d/${kind%%:*}")
+--- a new name:
+$(recreate_meta "$UP/$d/${kind#*:}")"
+		done
+		run -0 ls -A "$MNT/$d/dd"
+		assert_output ""
+	done
+	run -0 stat -c '%a %U %g' "$UP/sg/x" "$UP/sg/dd"
+	assert_output $'640 nobody 1234\n2750 nobody 1234'
+	run -0 getfacl -cp "$UP/ac/dd"
+	assert_output --partial 'default:user:1234:rwx'
+	run -0 ls -A "$UP/.stackfs/work"
+	assert_output ""
+	lower_unchanged
+}
+
+@test "a name made again over its whiteout is made as a new name is: owner, umask, set-group-ID group, default ACL (wh)" {
+	check_recreate_like_new ""
+}
+
+@test "a name made again over its whiteout is made as a new name is: owner, umask, set-group-ID group, default ACL (overlay)" {
+	check_recreate_like_new overlay
+}
+
 # ------------------------------------------------------------ reserved names
 
 @test "names .wh.* cannot be created through the view: EPERM" {

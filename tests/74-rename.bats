@@ -269,6 +269,49 @@ check_mv_lower_file() {
 	assert_output up
 }
 
+# The rename happens over the destination's whiteout (RENAME_EXCHANGE
+# with an overlay device, which then whites out the old name or goes;
+# an aufs .wh.NAME removed after): never the whiteout first.
+check_rename_onto_whiteout() {
+	local style=$1
+	cu_mount "$(style_opt "$style")"
+	rm "$MNT/a" "$MNT/b"
+	echo up >"$MNT/u"
+	mkdir "$MNT/ud"
+	echo in >"$MNT/ud/in"
+	mv "$MNT/u" "$MNT/a"
+	mv -T "$MNT/ud" "$MNT/b"
+	[[ -f $UP/a && -d $UP/b ]] || fail "UP: $(ls -lA "$UP")"
+	cu_assert_absent "$UP/.wh.a"
+	cu_assert_absent "$UP/.wh.b"
+	# nothing below the old names: no whiteout left there either
+	cu_assert_absent "$UP/u"
+	cu_assert_absent "$UP/ud"
+	# a lower file onto a deleted name leaves a whiteout of its own name
+	rm "$MNT/sl"
+	mv "$MNT/b/in" "$MNT/b/in2"
+	mv -T "$MNT/ld/x" "$MNT/sl"
+	cu_assert_whiteout "$UP/ld/x" "$style"
+	cu_remount "$(style_opt "$style")"
+	run -0 cat "$MNT/a" "$MNT/b/in2" "$MNT/sl"
+	assert_output $'up\nin\nin-ld'
+	run -0 ls -A "$MNT/b"
+	assert_output in2
+	cu_assert_gone "$MNT" u
+	cu_assert_gone "$MNT/ld" x
+	run -0 ls -A "$UP/.stackfs/work"
+	assert_output ""
+	lower_unchanged
+}
+
+@test "renaming files and directories onto deleted lower names (wh)" {
+	check_rename_onto_whiteout wh
+}
+
+@test "renaming files and directories onto deleted lower names (overlay)" {
+	check_rename_onto_whiteout overlay
+}
+
 # ------------------------------------------------------------ directories
 
 check_mv_big_dir() {

@@ -46,3 +46,11 @@ teardown() {
 @test "crash points of hard links: copy-up through the index, a new link, removal and rename of a name" {
 	fi_crash_workload hardlink
 }
+
+@test "crash points of names made again over their whiteouts: file, directory (opaque), symlink, fifo, hard link" {
+	fi_crash_workload recreate
+}
+
+@test "crash points of names made again over overlay-style whiteouts (the entry swapped with the device)" {
+	fi_crash_workload recreate whiteout=overlay
+}

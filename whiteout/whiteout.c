@@ -147,6 +147,46 @@ int sfs_wh_remove(int dirfd, const char *name)
 	return ret;
 }
 
+int sfs_wh_find(int dirfd, const char *name)
+{
+	struct stat st;
+	int has = 0, ret;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (sfs_wh_is_chr_whiteout(&st))
+			has |= SFS_WH_HAS_DEV;
+	} else if (errno != ENOENT) {
+		return -errno;
+	}
+	ret = sfs_wh_has_aufs(dirfd, name);
+	if (ret < 0)
+		return ret;
+	return ret ? has | SFS_WH_HAS_AUFS : has;
+}
+
+int sfs_wh_replace(int fromdir, const char *from, int dirfd, const char *name,
+		   int has)
+{
+	char *wh;
+
+	if (has & SFS_WH_HAS_DEV) {
+		if (renameat2(fromdir, from, dirfd, name, RENAME_EXCHANGE) < 0)
+			return -errno;
+		unlinkat(fromdir, from, 0); /* else the next mount's cleanup */
+	} else if (renameat2(fromdir, from, dirfd, name, RENAME_NOREPLACE) < 0) {
+		return -errno;
+	}
+	if (!(has & SFS_WH_HAS_AUFS))
+		return 0;
+	/* a ".wh.NAME" left by a failure here is beside its entry, which
+	 * wins (and fsck removes it) */
+	wh = aufs_name(name);
+	if (wh)
+		unlinkat(dirfd, wh, 0);
+	free(wh);
+	return 0;
+}
+
 int sfs_wh_clear_dir(int dirfd)
 {
 	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);

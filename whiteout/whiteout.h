@@ -66,6 +66,18 @@ int sfs_wh_create(int dirfd, const char *name, int workfd,
 		  enum sfs_whiteout_style style);
 /* Removes a whiteout of NAME in either format: 1 if there was one. */
 int sfs_wh_remove(int dirfd, const char *name);
+/* Which whiteouts of NAME dirfd holds: SFS_WH_HAS_* bits, or -errno. */
+#define SFS_WH_HAS_AUFS 1         /* a ".wh.NAME" file */
+#define SFS_WH_HAS_DEV 2          /* NAME is a 0:0 character device */
+int sfs_wh_find(int dirfd, const char *name);
+/* Puts the entry fromdir/from at dirfd/name, whose whiteouts are `has`
+ * (sfs_wh_find), in one step that replaces what the view shows: over a
+ * device by RENAME_EXCHANGE (the device, now fromdir/from, is then
+ * removed), else by RENAME_NOREPLACE; ".wh.NAME" is removed only after,
+ * the entry winning over its whiteout meanwhile. 0 or -errno of the
+ * rename (nothing moved then). */
+int sfs_wh_replace(int fromdir, const char *from, int dirfd, const char *name,
+		   int has);
 /* Removes every whiteout and aufs marker in a directory (before it is
  * removed: the view showed it empty). dirfd may be O_PATH. */
 int sfs_wh_clear_dir(int dirfd);

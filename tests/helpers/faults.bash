@@ -109,6 +109,8 @@ wl_rename_setup() {
 	printf 'in d2\n' >"$1/lower/d2/z"
 	printf 'up1\n' >"$1/upper/u/x1"
 	printf 'up2\n' >"$1/upper/u/x2"
+	mkdir -p "$1/lower/e1" "$1/upper/e1"
+	printf 'old\n' >"$1/lower/e1/old"
 }
 WL_rename=(
 	'mv f1 f1new'
@@ -118,6 +120,11 @@ WL_rename=(
 	"$TOOLS/cuprobe rename u/x1 u/x2 exchange"
 	'mv u/x1 d2/'
 	'mv d2 u/d2moved'
+	'mv f3 f1'
+	'mv d1new d1'
+	'rm e1/old'
+	'mkdir u/nd'
+	'mv -T u/nd e1'
 )
 
 wl_whiteout_setup() {
@@ -138,10 +145,10 @@ WL_whiteout=(
 	'rmdir d2/in'
 )
 
-# Names made again over their whiteouts. Known to fail (NOTES.md, "Crash
-# consistency"): the whiteout is removed before the new entry is made,
-# and a new directory is made opaque only once in place; run by
-# tests/stress/findings.bats.
+# Names made again over their whiteouts: a file create, a directory
+# (opaque: the deleted one's lower children stay hidden), a symlink, a
+# fifo (mknod) and a hard link, each made whole in the staging directory
+# and put over the whiteout in one step (NOTES.md, "Crash consistency").
 wl_recreate_setup() {
 	wl_whiteout_setup "$@"
 }
@@ -152,6 +159,12 @@ WL_recreate=(
 	'rm d1/b'
 	'rmdir d1'
 	'mkdir d1'
+	'rm l1'
+	'ln -s d1 l1'
+	'rm d2/in/c'
+	'mkfifo d2/in/c'
+	'rm d2/in/c'
+	'ln f1 d2/in/c'
 )
 
 wl_hardlink_setup() {

@@ -4,8 +4,6 @@
 # the workload makes, and once after its last call; both whiteout styles
 # and -o fsync. The checks are tests/79-crashpoints.bats's
 # (helpers/faults.bash, fi_check_crash). About 1 s per crash point.
-#
-# The "finding:" test is an open bug, kept failing until it is fixed.
 
 load ../helpers/common
 load ../helpers/copyup
@@ -62,10 +60,10 @@ teardown() {
 	fi_crash_workload hardlink whiteout=overlay
 }
 
-@test "finding: a crash while a name is made again over its whiteout shows the deleted lower entry (file create, mkdir)" {
+@test "every crash point of names made again over their whiteouts" {
 	fi_crash_workload recreate
 }
 
-@test "finding: the same with overlay-style whiteouts" {
+@test "every crash point of names made again over overlay-style whiteouts" {
 	fi_crash_workload recreate whiteout=overlay
 }
