@@ -20,6 +20,7 @@ teardown_file() {
 }
 
 setup() {
+	fi_require_plain_build
 	sfs_setup_branches
 }
 

@@ -20,6 +20,7 @@ teardown_file() {
 }
 
 setup() {
+	fi_require_plain_build
 	sfs_setup_branches
 	printf 'lower data\n' >"$LO/f"
 	setfattr -n user.k -v lowerval "$LO/f"
