@@ -2,7 +2,7 @@
  * the daemon that serves a mount point. One directory per mount, named by
  * the mount's device number as /proc/self/mountinfo shows it:
  *   $SFS_RUNTIME_DIR/<major>:<minor>/pid   the daemon's pid, decimal, "\n"
- * (the control socket of live branch management will live beside it).
+ *   $SFS_RUNTIME_DIR/<major>:<minor>/ctl   the control socket (control.h)
  * SFS_RUNTIME_DIR is /run/stackfs unless STACKFS_RUNTIME_DIR is set. */
 #ifndef SFS_RUNTIME_H
 #define SFS_RUNTIME_H
