@@ -29,7 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
@@ -1470,18 +1469,6 @@ static void print_json(const struct commit *c, const struct sfs_changes *ch, boo
 	printf(",\n  \"exit\": %d\n}\n", status);
 }
 
-/* A walk holds a few fds per directory level and branch: deep trees
- * need more than the default 1024. */
-static void raise_nofile(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-}
-
 static const struct option long_opts[] = {
 	{ "into", required_argument, NULL, 'i' },
 	{ "keep", no_argument, NULL, 'k' },
@@ -1744,7 +1731,6 @@ static int run_commit(int argc, char **argv)
 		return sfs_cli_usage_error(&sfs_cmd_commit, "--into LOWERBRANCH is needed");
 	c.rw = argv[optind];
 	sfs_progress_init(&c.bar, 0);
-	raise_nofile();
 
 	if (stat(c.rw, &rs) < 0 || stat(c.into, &ls) < 0) {
 		int e = errno;

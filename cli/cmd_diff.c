@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -369,18 +368,6 @@ static int mount_branches(const char *mp, unsigned ma, unsigned mi, struct mbran
 
 /* ------------------------------------------------------------ command */
 
-/* A walk holds a few fds per directory level and branch: deep trees
- * need more than the default 1024. */
-static void raise_nofile(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-}
-
 static const struct option long_opts[] = {
 	{ "json", no_argument, NULL, 'j' },
 	{ "lower", required_argument, NULL, 'l' },
@@ -535,7 +522,6 @@ static int run_diff(int argc, char **argv)
 		return sfs_cli_usage_error(&sfs_cmd_diff, "unexpected argument '%s'",
 					   argv[optind + 1]);
 	}
-	raise_nofile();
 	status = pick_branches(argv[optind], lowers, nlowers, &paths, &npaths, err, sizeof(err));
 	free(lowers);
 	if (status == SFS_EXIT_USAGE)

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "cli/cli.h"
 
@@ -100,6 +101,18 @@ static int cmd_help(int argc, char **argv)
 	return SFS_EXIT_OK;
 }
 
+/* Walks (fsck, diff, commit) hold a few fds per directory level and
+ * branch: deep trees need more than the default soft limit of 1024. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const struct sfs_cmd *cmd;
@@ -126,6 +139,7 @@ int main(int argc, char **argv)
 			sfs_cli_cmd_help(cmd);
 			return SFS_EXIT_OK;
 		}
+		raise_nofile();
 		return cmd->run(argc - 1, argv + 1);
 	}
 	if (arg[0] == '-') {
