@@ -3,8 +3,10 @@
 #ifndef SFS_CLI_H
 #define SFS_CLI_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 /* Exit codes scripts can rely on. */
 #define SFS_EXIT_OK    0 /* success */
@@ -27,6 +29,17 @@ extern const struct sfs_cmd sfs_cmd_branch;
 extern const struct sfs_cmd sfs_cmd_status;
 extern const struct sfs_cmd sfs_cmd_diff;
 extern const struct sfs_cmd sfs_cmd_commit;
+
+/* cmd_diff.c, used by cmd_commit.c too: the branches of a live mount,
+ * highest first, as daemon pid's command line gives them (BRANCHES or
+ * -o upperdir=,lowerdir=). 0 or -errno with a message in err. */
+struct mbranch {
+	char *path;
+	bool rw;
+};
+int sfs_diff_daemon_branches(pid_t pid, struct mbranch **out, size_t *n,
+			     char *err, size_t errlen);
+void sfs_diff_mbranches_free(struct mbranch *v, size_t n);
 
 /* output.c */
 /* s as a JSON string (NULL: null). Every JSON string of the command is

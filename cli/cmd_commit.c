@@ -47,15 +47,6 @@
 #define TMP_PREFIX ".wh..wh.sfs-commit."   /* hidden by the union if left */
 #define STAGE_PREFIX ".wh..wh.sfs-moved."
 
-/* From cmd_diff.c: the branches in a stackfsd's command line. */
-struct mbranch {
-	char *path;
-	bool rw;
-};
-int sfs_diff_daemon_branches(pid_t pid, struct mbranch **out, size_t *n,
-			     char *err, size_t errlen);
-void sfs_diff_mbranches_free(struct mbranch *v, size_t n);
-
 /* A directory of the rw branch with a redirect: the lower directory it
  * shows moves to its path. */
 struct moved {

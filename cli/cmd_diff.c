@@ -22,18 +22,6 @@
 
 #define PROGRESS_DELAY_NS 500000000LL   /* a tree that takes longer is big */
 
-/* A branch of a live mount, highest first. */
-struct mbranch {
-	char *path;
-	bool rw;
-};
-
-/* Shared with cmd_commit.c (declared there): the branches of the daemon
- * pid's command line, BRANCHES or -o upperdir=,lowerdir=. */
-int sfs_diff_daemon_branches(pid_t pid, struct mbranch **out, size_t *n,
-			     char *err, size_t errlen);
-void sfs_diff_mbranches_free(struct mbranch *v, size_t n);
-
 struct diff_out {
 	const char *what;
 	struct sfs_progress bar;
