@@ -474,6 +474,46 @@ int sfs_dir_ensure_layer(struct sfs_node *dir, unsigned bidx,
 	return ret;
 }
 
+/* Whether a resolution is of node n (the same identity). */
+static bool is_node(const struct sfs_node *n, const struct stat *id)
+{
+	return (uint64_t)id->st_dev == n->key_dev && (uint64_t)id->st_ino == n->key_ino;
+}
+
+int sfs_node_copy_up_at(struct sfs_node *n, struct sfs_node *parent,
+			const char *name)
+{
+	struct sfs_stack *st = NULL, *pst = NULL;
+	struct stat top, id;
+	int bidx, ret;
+
+	st = sfs_node_stack(parent);
+	bidx = st->snap->top_rw;
+	sfs_stack_put(st);
+	st = NULL;
+	if (bidx < 0)
+		return -EROFS;
+	if (n->type == S_IFDIR)
+		return -EISDIR;
+	ret = sfs_dir_ensure_layer(parent, (unsigned)bidx, &pst);
+	if (ret < 0)
+		return ret;
+	/* resolved under the lock: a copy-up through another name of the
+	 * node (a hard link) is either done, and this name shows its copy
+	 * from the index, or not begun */
+	pthread_mutex_lock(cu_lock_of(n));
+	ret = sfs_resolve(pst, name, &st, &top, &id);
+	if (ret == 0 && !is_node(n, &id))
+		ret = -ESTALE;
+	if (ret == 0 && !sfs_stack_writable(st))
+		ret = copy_file_into(n, st, pst, parent, (unsigned)bidx, name, false);
+	pthread_mutex_unlock(cu_lock_of(n));
+	if (st)
+		sfs_stack_put(st);
+	sfs_stack_put(pst);
+	return ret;
+}
+
 /* Copies a non-directory up into the highest rw branch. */
 static int copy_up_file(struct sfs_node *n, int bidx, bool nodata)
 {

@@ -123,12 +123,12 @@ static int end_redirect(struct rn_end *e, struct sfs_node *n)
 	return ret;
 }
 
-/* Makes an end live in the highest rw branch: a file is copied up (the
- * copy took the name the node was last reached by, which for a lower file
- * with several hard links may be another one: resolve again). */
+/* Makes an end live in the highest rw branch: a directory gets its upper
+ * copy, a file is copied up at this very name (a lower file with several
+ * hard links may have been reached last by another, or be copied up
+ * through another right now). */
 static int end_up(struct rn_end *e)
 {
-	struct sfs_stack *st;
 	struct sfs_node *n;
 	int ret;
 
@@ -143,16 +143,10 @@ static int end_up(struct rn_end *e)
 		sfs_node_unref(n);
 		return ret;
 	}
-	/* the copy must land at this name, not at another hard link's */
-	ret = sfs_node_move(n, e->parent, e->name);
-	if (ret == 0) {
-		sfs_node_set_stack(n, sfs_stack_get(e->st));
-		ret = sfs_node_writable(n, &st);
-	}
+	ret = sfs_node_copy_up_at(n, e->parent, e->name);
 	sfs_node_unref(n);
 	if (ret < 0)
 		return ret;
-	sfs_stack_put(st);
 	/* the copy-up may have given the parent its upper directory */
 	sfs_stack_put(e->pst);
 	e->pst = sfs_node_stack(e->parent);

@@ -203,6 +203,11 @@ int sfs_node_writable(struct sfs_node *n, struct sfs_stack **out);
 /* The same, with flags: SFS_CU_NODATA copies no data (O_TRUNC). */
 #define SFS_CU_NODATA 1u
 int sfs_node_copy_up(struct sfs_node *n, unsigned flags, struct sfs_stack **out);
+/* Gives parent/name, one of the names of non-directory n, an entry in the
+ * highest rw branch (a copy, or a link to the copy another name of a hard
+ * link made), whatever name the node was last reached by. */
+int sfs_node_copy_up_at(struct sfs_node *n, struct sfs_node *parent,
+			const char *name);
 /* A name for a temporary entry in a staging directory. */
 void sfs_temp_name(char buf[64], const char *what);
 /* True when the stack's top layer is in a rw branch. */

@@ -19,6 +19,12 @@
  *   cuprobe segments PATH
  *            the data segments of PATH by SEEK_DATA/SEEK_HOLE, one
  *            "START END" line each, then "size N".
+ *   cuprobe xchgrace DIR N
+ *            for i below N: RENAME_EXCHANGE of DIR/aI and DIR/cI while a
+ *            child opens DIR/d/bI (another name of aI, a lower hard link)
+ *            for writing, which copies the file up through that name at
+ *            the same moment. Prints "I: ERRNO" for each exchange that
+ *            failed, then "F of N failed"; exits 1 if any did.
  *   cuprobe dirino DIR [BUFSIZE]
  *            lists DIR with getdents64 and a BUFSIZE-byte buffer (default
  *            80, so many calls are needed), "NAME D_INO" per entry
@@ -33,6 +39,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static const char *ename(int e)
@@ -244,6 +251,55 @@ static int op_dirino(int argc, char **argv)
 	return 0;
 }
 
+/* One round of xchgrace: the child's open is let go just before the
+ * exchange (the pipe's close), so the two meet in the daemon. */
+static int xchg_round(unsigned i)
+{
+	char a[32], b[32], c[32], x;
+	int p[2], e = 0;
+	pid_t k;
+
+	snprintf(a, sizeof(a), "a%u", i);
+	snprintf(b, sizeof(b), "d/b%u", i);
+	snprintf(c, sizeof(c), "c%u", i);
+	/* the three are known to the kernel (and the daemon) beforehand */
+	if (access(a, F_OK) < 0 || access(b, F_OK) < 0 || access(c, F_OK) < 0 || pipe(p) < 0)
+		return errno;
+	k = fork();
+	if (k == 0) {
+		close(p[1]);
+		if (read(p[0], &x, 1) < 0)
+			_exit(1);
+		_exit(open(b, O_WRONLY) < 0);
+	}
+	close(p[0]);
+	close(p[1]);
+	if (k < 0 || renameat2(AT_FDCWD, a, AT_FDCWD, c, RENAME_EXCHANGE) < 0)
+		e = errno;
+	if (k > 0)
+		waitpid(k, NULL, 0);
+	return e;
+}
+
+static int op_xchgrace(int argc, char **argv)
+{
+	unsigned n, failed = 0;
+
+	if (argc != 2 || chdir(argv[0]) < 0)
+		return argc != 2 ? usage() : fail(argv[0]);
+	n = (unsigned)strtoul(argv[1], NULL, 10);
+	for (unsigned i = 0; i < n; i++) {
+		int e = xchg_round(i);
+
+		if (e) {
+			printf("%u: %s\n", i, ename(e));
+			failed++;
+		}
+	}
+	printf("%u of %u failed\n", failed, n);
+	return failed != 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *op;
@@ -262,6 +318,8 @@ int main(int argc, char **argv)
 		return op_readafter(argc, argv);
 	if (!strcmp(op, "segments"))
 		return op_segments(argc, argv);
+	if (!strcmp(op, "xchgrace"))
+		return op_xchgrace(argc, argv);
 	if (!strcmp(op, "dirino"))
 		return op_dirino(argc, argv);
 	return usage();
