@@ -71,6 +71,7 @@ static int file_new(struct sfs_node *n, unsigned gen, int fd,
 
 static void file_free(struct sfs_file *f)
 {
+	sfs_pt_release(f);
 	file_set_branch(f, NULL);
 	atomic_fetch_sub(&sfs_stats.open_files, 1);
 	close(f->fd);
@@ -216,6 +217,8 @@ static int do_open(fuse_req_t req, struct sfs_node *n, struct fuse_file_info *fi
 	ret = fd >= 0 && (fi->flags & O_TRUNC) ? trunc_kill_priv(req, fd) : fd;
 	if (ret >= 0)
 		ret = file_new(n, gen, fd, st->snap->b[st->l[0].bidx], fi);
+	if (ret >= 0)
+		sfs_pt_open(file_of(fi), sfs_stack_writable(st));
 	sfs_stack_put(st);
 	if (ret < 0 && fd >= 0)
 		close(fd);
@@ -226,9 +229,14 @@ void sfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	int ret = do_open(req, sfs_node_of(ino), fi);
 
-	if (ret < 0)
+	if (ret < 0) {
 		sfs_reply_err(req, -ret);
-	else if (fuse_reply_open(req, fi) == -ENOENT)
+		return;
+	}
+	sfs_pt_reply_with(file_of(fi));
+	ret = fuse_reply_open(req, fi);
+	sfs_pt_reply_with(NULL);
+	if (ret == -ENOENT)
 		file_free(file_of(fi));
 }
 
@@ -277,6 +285,8 @@ static int do_create(fuse_req_t req, struct sfs_node *parent, const char *name,
 	if (ret == 0) {
 		n = sfs_node_of(e->ino);
 		ret = file_new(n, atomic_load(&n->cu_gen), a.fd, p.br, fi);
+		if (ret == 0)
+			sfs_pt_open(file_of(fi), true);
 	}
 	sfs_stack_put(p.pst);
 out:
@@ -294,7 +304,12 @@ void sfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 	if (ret < 0) {
 		sfs_reply_err(req, -ret);
-	} else if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+		return;
+	}
+	sfs_pt_reply_with(file_of(fi));
+	ret = fuse_reply_create(req, &e, fi);
+	sfs_pt_reply_with(NULL);
+	if (ret == -ENOENT) {
 		file_free(file_of(fi));
 		sfs_node_forget(sfs_node_of(e.ino), 1);
 	}

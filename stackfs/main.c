@@ -206,6 +206,13 @@ static int run(struct fuse_args *args, struct sfs_opts *o)
 		goto out;
 	}
 	ret = fuse_session_mount(se, o->mountpoint) != 0;
+	/* writeback caching and passthrough exclude each other (the kernel's
+	 * rule); passthrough wins unless asked for */
+	if (!ret && sfs_pt_setup(se, !o->nopassthrough && !o->writeback) < 0) {
+		sfs_errmsg("cannot hook the FUSE device");
+		fuse_session_unmount(se);
+		ret = 1;
+	}
 	sfs_m.se = se;
 	if (!ret && sfs_snap_prepare_meta(sfs_m.snap, o->whiteout, o->upgrade,
 					  err, sizeof(err)) < 0) {

@@ -269,6 +269,7 @@ static struct sfs_node *node_new(const struct stat *idst, struct sfs_stack *st)
 	n->type = idst->st_mode & S_IFMT;
 	n->ino = sfs_ino_of(st->snap, idst->st_dev, idst->st_ino);
 	n->stack = st;
+	n->pt_backing = -1;
 	return n;
 }
 

@@ -26,6 +26,7 @@ struct sfs_opts {
 	int fsync;                /* fsync copies before they are placed */
 	int upgrade;              /* upgrade an older metadata format */
 	int writeback;            /* the kernel's writeback cache */
+	int nopassthrough;        /* serve all data by requests */
 	unsigned readahead_kb;    /* readahead window; 0: the kernel's */
 	enum sfs_whiteout_style whiteout;
 	int show_help;
@@ -79,6 +80,10 @@ struct sfs_node {
 	struct sfs_stack *stack;
 	struct sfs_node *parent;  /* counted reference; NULL for the root */
 	char *name;               /* last name it was reached by */
+	/* open files, under lock (passthrough.c): */
+	int pt_backing;           /* the backing id while pt_files > 0 */
+	unsigned pt_files;        /* passed through */
+	unsigned pt_cached;       /* served by requests */
 };
 
 int sfs_nodes_init(void);
@@ -227,6 +232,7 @@ struct sfs_file {
 	struct sfs_node *node;    /* referenced */
 	struct sfs_branch *br;    /* where fd is, referenced, counted */
 	pthread_mutex_t lock;     /* guards a reopen after copy-up */
+	int backing;              /* its node's backing id when passed through */
 };
 /* The file's fd, reopened on the copy if the node was copied up since. */
 int sfs_file_fd(struct sfs_file *f);
@@ -295,6 +301,7 @@ struct sfs_stats {
 	atomic_uint_fast64_t copyup_bytes;
 	atomic_uint_fast64_t whiteouts;
 	atomic_uint_fast64_t open_files;
+	atomic_uint_fast64_t passthrough_opens;
 	atomic_uint_fast64_t errors[SFS_STATS_ERRNO_MAX];
 };
 extern struct sfs_stats sfs_stats;
@@ -330,6 +337,21 @@ struct sfs_snap *sfs_snap_current(void);
 void sfs_notify_attr(struct sfs_node *n);
 /* The root's stack for a snapshot, and the identity of its lowest layer. */
 int sfs_root_stack(struct sfs_snap *s, struct sfs_stack **out, struct stat *id);
+
+/* ---- passthrough.c: data straight from the kernel to the branch ------- */
+/* Puts the session's /dev/fuse traffic through the hooks that negotiate
+ * passthrough (when `wanted`) and mark open replies. Before the loop. */
+int sfs_pt_setup(struct fuse_session *se, bool wanted);
+/* Whether the kernel took passthrough and backing files can be opened. */
+bool sfs_pt_active(void);
+/* Decides at open whether f passes through (f->backing >= 0): only a file
+ * whose top layer is in a rw branch, and none of its node's other open
+ * files is served by requests. Counts f on its node. */
+void sfs_pt_open(struct sfs_file *f, bool writable);
+/* Uncounts f at release; the node's backing id closes with its last. */
+void sfs_pt_release(struct sfs_file *f);
+/* The open or create reply this thread sends next is f's (NULL: none). */
+void sfs_pt_reply_with(const struct sfs_file *f);
 
 /* ---- readahead.c: the readahead window of the mount -------------------- */
 #define SFS_READAHEAD_DEFAULT_KIB 512u

@@ -31,12 +31,13 @@ int sfs_stats_format(char *buf, size_t len)
 	size_t pos = 0;
 	int n = snprintf(buf, len,
 			 "lookups\t%llu\ncopyups\t%llu\ncopyup_bytes\t%llu\n"
-			 "whiteouts\t%llu\nopen_files\t%llu\n",
+			 "whiteouts\t%llu\nopen_files\t%llu\npassthrough_opens\t%llu\n",
 			 (unsigned long long)get(&sfs_stats.lookups),
 			 (unsigned long long)get(&sfs_stats.copyups),
 			 (unsigned long long)get(&sfs_stats.copyup_bytes),
 			 (unsigned long long)get(&sfs_stats.whiteouts),
-			 (unsigned long long)get(&sfs_stats.open_files));
+			 (unsigned long long)get(&sfs_stats.open_files),
+			 (unsigned long long)get(&sfs_stats.passthrough_opens));
 
 	if (n < 0 || (size_t)n >= len)
 		return -ENOSPC;

@@ -25,8 +25,10 @@ fi_mount() {
 	FI_LOG=$BATS_TEST_TMPDIR/fi.log
 	: >"$FI_CTL"
 	: >"$FI_LOG"
+	# (nopassthrough: a passed-through write never reaches the daemon's
+	# syscalls, where the shim injects its errors)
 	LD_PRELOAD=$FI_SO SFS_FI_CTL=$FI_CTL SFS_FI_LOG=$FI_LOG SFS_FI_ROOTS=$T \
-		cu_mount "${1:-}" || return 1
+		cu_mount "nopassthrough${1:+,$1}" || return 1
 	FI_PID=$(sfs_daemon_pid "$MNT")
 	[[ -n $FI_PID ]] || { echo "no daemon for $MNT" >&2; return 1; }
 	grep -q faultinject "/proc/$FI_PID/maps" || { echo "the shim is not in daemon $FI_PID" >&2; return 1; }
