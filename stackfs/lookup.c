@@ -180,7 +180,11 @@ static struct sfs_stack *roots_below(struct sfs_snap *s, unsigned bidx)
 
 /* Adds the directory layers found at an absolute redirect path in the
  * branches below branch bidx: a lookup of the path in a union of those
- * branches (whose own whiteouts, opaque directories and redirects count). */
+ * branches (whose own whiteouts, opaque directories and redirects count).
+ * The identity stays the redirected directory's (its origin's, or its
+ * own when it has none, as an upper directory made outside the union):
+ * taking the lower one's changed it at the rename, so the kernel's node
+ * was no longer found (EXDEV at the next rename) and st_ino changed. */
 static int resolve_abs(struct resolve *r, struct sfs_snap *s, unsigned bidx,
 		       const char *path)
 {
@@ -203,7 +207,7 @@ static int resolve_abs(struct resolve *r, struct sfs_snap *s, unsigned bidx,
 		if (r->found[r->n].fd < 0)
 			ret = -errno;
 		else
-			r->id = id, r->n++;
+			r->n++;
 	}
 	if (st)
 		sfs_stack_put(st);

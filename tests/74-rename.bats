@@ -559,3 +559,28 @@ check_unlink_race() {
 @test "an open for writing of a lower file while it is unlinked: the file stays deleted (overlay whiteouts)" {
 	check_unlink_race overlay
 }
+
+@test "regression: a merged directory whose upper part has no origin keeps its st_ino over two renames and a remount (no EXDEV)" {
+	# UP/merged was made outside the union: its identity is its own. The
+	# first rename gives it a redirect to the lower part; its identity
+	# became the lower directory's, so the second rename found no node
+	# for it (EXDEV) and st_ino changed (nsstress met it).
+	local ino
+	cu_mount
+	ino=$(stat -c %i "$MNT/merged")
+	run -0 "$TOOLS/cuprobe" rename "$MNT/merged" "$MNT/m2"
+	assert_output OK
+	run -0 "$TOOLS/cuprobe" rename "$MNT/m2" "$MNT/m3"
+	assert_output OK
+	run -0 "$TOOLS/cuprobe" rename "$MNT/m3" "$MNT/a" exchange
+	assert_output OK
+	run -0 ls "$MNT/a"
+	assert_output $'lm\num'
+	[[ $(stat -c %i "$MNT/a") == "$ino" ]] || fail "st_ino changed: $ino, now $(stat -c %i "$MNT/a")"
+	cu_umount
+	cu_mount
+	[[ $(stat -c %i "$MNT/a") == "$ino" ]] || fail "st_ino changed after a remount: $ino, now $(stat -c %i "$MNT/a")"
+	run -0 cat "$MNT/m3"
+	assert_output lower-a
+	lower_unchanged
+}
