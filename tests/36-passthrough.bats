@@ -34,6 +34,11 @@ pt_opens() {
 	"$SFS" status "$MNT" | awk '$1 == "passthrough_opens" { print $2 }'
 }
 
+# pt_state: on or off, as `stackfs status` says
+pt_state() {
+	"$SFS" status "$MNT" | awk '$1 == "passthrough" { print $2 }'
+}
+
 # the kernel can pass through only from 6.9 and for a daemon run as root
 require_pt() {
 	local v
@@ -55,6 +60,8 @@ require_pt() {
 	assert_output 3000000
 	# the create and the read's open
 	(($(pt_opens) >= 2)) || fail "passthrough_opens is $(pt_opens)"
+	run -0 pt_state
+	assert_output on
 }
 
 @test "passthrough: a lower file is served by requests, and a descriptor opened before its copy-up reads the copy" {
@@ -121,6 +128,8 @@ EOF
 		assert_output "$o"
 		run -0 pt_opens
 		assert_output 0
+		run -0 pt_state
+		assert_output off
 		"$SFS" umount "$MNT"
 	done
 }
