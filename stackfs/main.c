@@ -206,8 +206,8 @@ static int run(struct fuse_args *args, struct sfs_opts *o)
 		goto out;
 	}
 	ret = fuse_session_mount(se, o->mountpoint) != 0;
-	/* writeback caching and passthrough exclude each other (the kernel's
-	 * rule); passthrough wins unless asked for */
+	/* the kernel takes writeback caching or passthrough, not both: an
+	 * explicit -o writeback turns passthrough off */
 	if (!ret && sfs_pt_setup(se, !o->nopassthrough && !o->writeback) < 0) {
 		sfs_errmsg("cannot hook the FUSE device");
 		fuse_session_unmount(se);
