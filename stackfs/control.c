@@ -41,6 +41,7 @@ struct conn {
 	pthread_t tid;
 	int fd;
 	bool privileged;          /* SO_PEERCRED: root or the daemon's user */
+	uid_t uid;                /* SO_PEERCRED */
 	enum slot_state state;
 };
 
@@ -259,14 +260,20 @@ static int parse_change(char **w, int nw, struct sfs_change *c, bool *force,
 	return -EINVAL;
 }
 
-static bool may_change(int fd)
+/* The peer's uid, or (uid_t)-1 when the socket does not say. */
+static uid_t peer_uid(int fd)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
-		return false;
-	return cred.uid == 0 || cred.uid == getuid();
+		return (uid_t)-1;
+	return cred.uid;
+}
+
+static bool may_change(uid_t uid)
+{
+	return uid == 0 || uid == getuid();
 }
 
 static void do_change(char **w, int nw, struct reply *r)
@@ -452,18 +459,31 @@ static void refuse(int fd, const char *why)
 	close(fd);
 }
 
-/* Serves fd in a thread of its own. Peers who may not change branches
- * share SFS_CTL_MAX_UNPRIV slots and are refused past them, so the other
- * slots stay free for root and the mounting user, who wait for one only
- * when they fill them themselves. */
-static void dispatch(int fd, bool privileged)
+/* Connections of unprivileged user uid being served. Under slots_lock. */
+static unsigned busy_of(uid_t uid)
 {
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < SFS_CTL_MAX_CONN; i++)
+		n += slots[i].state == SLOT_BUSY && !slots[i].privileged && slots[i].uid == uid;
+	return n;
+}
+
+/* Serves fd in a thread of its own. Peers who may not change branches
+ * share SFS_CTL_MAX_UNPRIV slots, each user at most SFS_CTL_MAX_PER_USER
+ * of them, and are refused past that, so the other slots stay free for
+ * root and the mounting user, who wait for one only when they fill them
+ * themselves. */
+static void dispatch(int fd, uid_t uid)
+{
+	bool privileged = may_change(uid);
 	const char *why = NULL;
 	struct conn *c = NULL;
 
 	pthread_mutex_lock(&slots_lock);
 	reap_done();
-	if (!privileged && busy_unpriv >= SFS_CTL_MAX_UNPRIV)
+	if (!privileged && (busy_unpriv >= SFS_CTL_MAX_UNPRIV ||
+			    busy_of(uid) >= SFS_CTL_MAX_PER_USER))
 		why = "too many connections at once, try again";
 	while (!why && busy == SFS_CTL_MAX_CONN && !stopping) {
 		pthread_cond_wait(&slot_done, &slots_lock);
@@ -475,7 +495,8 @@ static void dispatch(int fd, bool privileged)
 	if (!why && !c)
 		why = "shutting down";
 	if (c) {
-		*c = (struct conn){ .fd = fd, .privileged = privileged, .state = SLOT_BUSY };
+		*c = (struct conn){ .fd = fd, .privileged = privileged, .uid = uid,
+				    .state = SLOT_BUSY };
 		if (pthread_create(&c->tid, NULL, conn_main, c) != 0) {
 			c->state = SLOT_FREE;
 			why = "cannot start a thread, try again";
@@ -517,7 +538,7 @@ static void *server_main(void *arg)
 	int fd;
 
 	while ((fd = accept_one()) >= 0)
-		dispatch(fd, may_change(fd));
+		dispatch(fd, peer_uid(fd));
 	return NULL;
 }
 

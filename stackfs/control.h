@@ -33,7 +33,9 @@
 /* Each connection is served by a thread of its own, at most
  * SFS_CTL_MAX_CONN at once; peers who may not change branches (not root,
  * not the daemon's user) share SFS_CTL_MAX_UNPRIV of them and past that
- * get "ERR EAGAIN" at once, so they can never take the slots root needs.
+ * get "ERR EAGAIN" at once, so they can never take the slots root needs;
+ * one such user has at most SFS_CTL_MAX_PER_USER of the shared ones, so
+ * that no user can take them all from the others either.
  * Each connection has deadlines: the whole request must arrive within
  * SFS_CTL_REQUEST_MS of the accept (else "ERR ETIMEDOUT" and the
  * connection is closed), and the whole reply must be taken within
@@ -42,6 +44,7 @@
  * request at once. */
 #define SFS_CTL_MAX_CONN 32
 #define SFS_CTL_MAX_UNPRIV 24
+#define SFS_CTL_MAX_PER_USER 4
 #define SFS_CTL_REQUEST_MS 2000
 #define SFS_CTL_REPLY_MS 2000
 

@@ -519,6 +519,31 @@ slow_clients() {
 	ctl_still_serving
 }
 
+@test "control channel: one unprivileged user holds at most 4 connections; another user is still served" {
+	ctl_mount
+	local k
+	# nobody holds 4 connections with half a request each (the server
+	# waits its 2 s deadline for the rest)
+	for ((k = 0; k < 4; k++)); do
+		setpriv --reuid=nobody --regid=nogroup --clear-groups \
+			"$CTLPROBE" --hold 4 --timeout 8 "$SOCK" raw 'sta' >"$BATS_TEST_TMPDIR/held.$k.out" 2>&1 &
+	done
+	sleep 0.5
+	# a fifth of nobody's is refused at once
+	run setpriv --reuid=nobody --regid=nogroup --clear-groups "$CTLPROBE" --timeout 5 "$SOCK" words status
+	assert_line --index 1 --partial "reply ERR EAGAIN"
+	# another unprivileged user is served
+	run -0 setpriv --reuid=daemon --regid=daemon --clear-groups "$CTLPROBE" --timeout 5 "$SOCK" words status
+	assert_line --index 1 --partial "reply OK"
+	wait
+	# the held ones were served, up to the server's deadline
+	grep -q 'reply ERR ETIMEDOUT' "$BATS_TEST_TMPDIR"/held.0.out || fail "the held connection was not served: $(cat "$BATS_TEST_TMPDIR"/held.0.out)"
+	# and once they are gone, nobody is served again
+	run -0 setpriv --reuid=nobody --regid=nogroup --clear-groups "$CTLPROBE" --timeout 5 "$SOCK" words status
+	assert_line --index 1 --partial "reply OK"
+	ctl_still_serving
+}
+
 @test "control channel: unmount while connections are being served ends every thread at once" {
 	ctl_mount
 	slow_clients 3 30
