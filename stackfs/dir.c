@@ -229,11 +229,14 @@ static int make_in_place(fuse_req_t req, const struct sfs_place *p,
 	return ret;
 }
 
-/* Over a whiteout: made whole in a staging directory, then swapped in.
- * The view shows the whiteout until the rename, the new entry from then
- * on (an aufs ".wh.NAME" removed after it loses to the entry). Before,
- * the whiteout went first and a crash before the entry was made, or
- * before a new directory was opaque, showed the deleted lower entry. */
+/* Over a whiteout, or for a caller other than root: made whole in a
+ * staging directory (owner, opacity), then swapped in (renamed, where no
+ * whiteout is). The view shows the whiteout, or nothing, until the
+ * rename, the new entry from then on (an aufs ".wh.NAME" removed after
+ * it loses to the entry). Before, the whiteout went first and a crash
+ * before the entry was made, or before a new directory was opaque,
+ * showed the deleted lower entry; and a crash between making an entry
+ * in place and giving it its owner left it root's. */
 static int make_staged(fuse_req_t req, const struct sfs_place *p,
 		       const char *name, sfs_make_fn make, void *arg)
 {
@@ -244,7 +247,7 @@ static int make_staged(fuse_req_t req, const struct sfs_place *p,
 	if (ret < 0)
 		return ret;
 	ret = make_owned(req, sg.fd, name, make, arg, &made);
-	if (ret == 0)
+	if (ret == 0 && p->wh)
 		ret = make_opaque(sg.fd, name);
 	if (ret == 0)
 		ret = sfs_wh_replace(sg.fd, name, p->pl->fd, name, p->wh);
@@ -252,12 +255,20 @@ static int make_staged(fuse_req_t req, const struct sfs_place *p,
 	return ret;
 }
 
+/* Whether an entry made by the daemon (root) needs another owner. */
+static bool owner_differs(fuse_req_t req)
+{
+	const struct fuse_ctx *ctx = req ? fuse_req_ctx(req) : NULL;
+
+	return ctx && (ctx->uid != 0 || ctx->gid != 0);
+}
+
 int sfs_place_make(fuse_req_t req, const struct sfs_place *p, const char *name,
 		   sfs_make_fn make, void *arg)
 {
 	int ret;
 
-	if (!p->wh)
+	if (!p->wh && (!owner_differs(req) || p->br->work_fd < 0))
 		return make_in_place(req, p, name, make, arg);
 	if (p->br->work_fd >= 0)
 		return make_staged(req, p, name, make, arg);

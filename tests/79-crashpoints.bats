@@ -48,6 +48,10 @@ teardown() {
 	fi_crash_workload hardlink
 }
 
+@test "crash points of new names made by a user other than root: file, directory, symlink, fifo (never root's)" {
+	fi_crash_workload create allow_other
+}
+
 @test "crash points of names made again over their whiteouts: file, directory (opaque), symlink, fifo, hard link" {
 	fi_crash_workload recreate
 }

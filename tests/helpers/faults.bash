@@ -175,6 +175,22 @@ WL_recreate=(
 	'ln f1 d2/in/c'
 )
 
+# new names made by a user other than root (mount with allow_other): each
+# is made whole, owner included, before it shows
+wl_create_setup() {
+	mkdir -p "$1/lower/pub" "$1/upper"
+	chmod 755 "$1/lower" "$1/upper"
+	chmod 1777 "$1/lower/pub"
+}
+FI_AS_USER='setpriv --reuid=daemon --regid=daemon --clear-groups'
+WL_create=(
+	"$FI_AS_USER sh -c ': >pub/f1'"
+	"$FI_AS_USER mkdir pub/d1"
+	"$FI_AS_USER ln -s f1 pub/s1"
+	"$FI_AS_USER mkfifo pub/p1"
+	"$FI_AS_USER sh -c ': >pub/d1/f2'"
+)
+
 wl_hardlink_setup() {
 	mkdir -p "$1/lower/d" "$1/upper"
 	printf 'linked\n' >"$1/lower/h1"

@@ -67,3 +67,7 @@ teardown() {
 @test "every crash point of names made again over overlay-style whiteouts" {
 	fi_crash_workload recreate whiteout=overlay
 }
+
+@test "every crash point of new names made by a user other than root" {
+	fi_crash_workload create allow_other
+}
