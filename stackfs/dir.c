@@ -59,7 +59,10 @@ void sfs_umask_end(void)
 	umask(0);
 }
 
-int sfs_set_owner(int dirfd, const char *name, fuse_req_t req)
+/* Gives the entry at fd/name (AT_* flags) made in directory parentfd
+ * the caller's owner. */
+static int set_owner_at(int parentfd, int fd, const char *name, int flags,
+			fuse_req_t req)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct stat dst;
@@ -68,11 +71,16 @@ int sfs_set_owner(int dirfd, const char *name, fuse_req_t req)
 	if (ctx->uid == 0 && ctx->gid == 0)
 		return 0; /* the daemon made it as root already */
 	/* a set-group-ID directory gave the entry its group already */
-	if (sfs_fstat(dirfd, &dst) == 0 && (dst.st_mode & S_ISGID))
+	if (sfs_fstat(parentfd, &dst) == 0 && (dst.st_mode & S_ISGID))
 		gid = (gid_t)-1;
-	if (fchownat(dirfd, name, ctx->uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
+	if (fchownat(fd, name, ctx->uid, gid, flags) < 0)
 		return -errno;
 	return 0;
+}
+
+int sfs_set_owner(int dirfd, const char *name, fuse_req_t req)
+{
+	return set_owner_at(dirfd, dirfd, name, AT_SYMLINK_NOFOLLOW, req);
 }
 
 int sfs_place_at(struct sfs_node *parent, const char *name, int bidx,
@@ -278,6 +286,70 @@ int sfs_place_make(fuse_req_t req, const struct sfs_place *p, const char *name,
 		ret = make_in_place(req, p, name, make, arg);
 	if (ret == 0)
 		ret = make_opaque(p->pl->fd, name);
+	return ret;
+}
+
+struct create_args {
+	int flags;
+	mode_t mode;
+	int fd;                       /* the new file, opened */
+};
+
+static int create_one(int dirfd, const char *name, void *arg)
+{
+	struct create_args *a = arg;
+	int fd = sfs_open_beneath(dirfd, name, a->flags | O_CREAT | O_EXCL, a->mode);
+
+	if (fd < 0)
+		return fd;
+	a->fd = fd;
+	return 0;
+}
+
+/* A file for a caller other than root where no whiteout is: made
+ * nameless (O_TMPFILE, read-write as it requires) in the parent, given
+ * its owner, then linked in under the name, so that it never shows as
+ * root's and needs no staging directory. -EOPNOTSUPP where the branch
+ * has no O_TMPFILE. The link goes through /proc, which needs no
+ * CAP_DAC_READ_SEARCH (a user's daemon has none). */
+static int create_linked(fuse_req_t req, const struct sfs_place *p,
+			 const char *name, struct create_args *a)
+{
+	int flags = (a->flags & ~(O_ACCMODE | O_CREAT | O_EXCL | O_TRUNC)) | O_TMPFILE | O_RDWR;
+	char proc[32];
+	int fd, ret;
+
+	sfs_umask_begin(req);
+	fd = openat(p->pl->fd, ".", flags | O_CLOEXEC, a->mode);
+	ret = fd < 0 ? -errno : 0;
+	sfs_umask_end();
+	if (ret == -EISDIR || ret == -EINVAL)
+		ret = -EOPNOTSUPP; /* a kernel or filesystem without O_TMPFILE */
+	if (ret == 0)
+		ret = set_owner_at(p->pl->fd, fd, "", AT_EMPTY_PATH, req);
+	if (ret == 0) {
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+		if (linkat(AT_FDCWD, proc, p->pl->fd, name, AT_SYMLINK_FOLLOW) < 0)
+			ret = -errno;
+	}
+	if (ret < 0 && fd >= 0)
+		close(fd);
+	if (ret == 0)
+		a->fd = fd;
+	return ret;
+}
+
+int sfs_place_create(fuse_req_t req, const struct sfs_place *p, const char *name,
+		     int flags, mode_t mode, int *fd)
+{
+	struct create_args a = { flags, mode, -1 };
+	int ret = -EOPNOTSUPP;
+
+	if (!p->wh && owner_differs(req))
+		ret = create_linked(req, p, name, &a);
+	if (ret == -EOPNOTSUPP)
+		ret = sfs_place_make(req, p, name, create_one, &a);
+	*fd = a.fd;
 	return ret;
 }
 

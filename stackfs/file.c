@@ -240,23 +240,6 @@ void sfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		file_free(file_of(fi));
 }
 
-struct create_args {
-	int flags;
-	mode_t mode;
-	int fd;                       /* the new file, opened */
-};
-
-static int create_one(int dirfd, const char *name, void *arg)
-{
-	struct create_args *a = arg;
-	int fd = sfs_open_beneath(dirfd, name, a->flags | O_CREAT | O_EXCL, a->mode);
-
-	if (fd < 0)
-		return fd;
-	a->fd = fd;
-	return 0;
-}
-
 /* A create always makes a new file. One that meets an entry (the kernel
  * cached the name as free while the branch got it behind the union's
  * back) answers ESTALE unless the caller asked for O_EXCL: the kernel
@@ -268,7 +251,7 @@ static int do_create(fuse_req_t req, struct sfs_node *parent, const char *name,
 		     mode_t mode, struct fuse_file_info *fi,
 		     struct fuse_entry_param *e)
 {
-	struct create_args a = { real_flags(fi->flags), mode & 07777, -1 };
+	int fd = -1;
 	struct sfs_node *n;
 	struct sfs_place p;
 	int ret;
@@ -277,21 +260,21 @@ static int do_create(fuse_req_t req, struct sfs_node *parent, const char *name,
 	ret = sfs_place_new(parent, name, &p);
 	if (ret < 0)
 		goto out;
-	ret = sfs_place_make(req, &p, name, create_one, &a);
+	ret = sfs_place_create(req, &p, name, real_flags(fi->flags), mode & 07777, &fd);
 	if (ret == -EEXIST && !(fi->flags & O_EXCL))
 		ret = -ESTALE;
 	if (ret == 0)
 		ret = sfs_entry_new(parent, &p, name, e);
 	if (ret == 0) {
 		n = sfs_node_of(e->ino);
-		ret = file_new(n, atomic_load(&n->cu_gen), a.fd, p.br, fi);
+		ret = file_new(n, atomic_load(&n->cu_gen), fd, p.br, fi);
 		if (ret == 0)
 			sfs_pt_open(file_of(fi), true);
 	}
 	sfs_stack_put(p.pst);
 out:
-	if (ret < 0 && a.fd >= 0)
-		close(a.fd);
+	if (ret < 0 && fd >= 0)
+		close(fd);
 	sfs_ns_unlock(parent);
 	return ret;
 }

@@ -261,6 +261,10 @@ typedef int (*sfs_make_fn)(int dirfd, const char *name, void *arg);
  * whiteout in one step. 0, or -errno with nothing left at the name. */
 int sfs_place_make(fuse_req_t req, const struct sfs_place *p, const char *name,
 		   sfs_make_fn make, void *arg);
+/* Creates the regular file name at the place as sfs_place_make does
+ * (O_CREAT|O_EXCL with the caller's flags and mode), opened: *fd. */
+int sfs_place_create(fuse_req_t req, const struct sfs_place *p, const char *name,
+		     int flags, mode_t mode, int *fd);
 /* Enters a just-made entry into the table and fills the kernel's reply:
  * it has one layer, the one just made (nothing below shows through a
  * name that was free, or whited out and then made opaque). */

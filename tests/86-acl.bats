@@ -226,6 +226,32 @@ same_as_plain() {
 	assert_output --partial "Permission denied"
 }
 
+@test "another user's new file, directory and fifo in a set-group-ID directory with a default ACL: as in a plain directory" {
+	# a new name for a caller other than root is made whole before it
+	# shows (a file through O_TMPFILE, the others in staging): the group,
+	# set-group-ID bit and inherited ACL must still be the parent's
+	local d kind out
+	for d in "$UP/sg" "$PLAIN/sg"; do
+		mkdir "$d"
+		chgrp nogroup "$d"
+		chmod 2777 "$d"
+		setfacl -d -m u::rwx,g::r-x,o::---,u:nobody:rwx,m::rwx "$d"
+	done
+	pt_mount allow_other
+	for kind in "$MNT/sg" "$PLAIN/sg"; do
+		pt_as_nobody_in "$kind" sh -c 'umask 077; : >f; mkdir d; mkfifo p' ||
+			fail "nobody could not create in $kind"
+	done
+	for out in f d p; do
+		[[ $(stat -c '%U %G %a' "$UP/sg/$out") == $(stat -c '%U %G %a' "$PLAIN/sg/$out") ]] ||
+			fail "$out: $(stat -c '%U %G %a' "$UP/sg/$out") in the view, $(stat -c '%U %G %a' "$PLAIN/sg/$out") in a plain directory"
+		[[ $(acl "$UP/sg/$out") == $(acl "$PLAIN/sg/$out") ]] ||
+			fail "$out: the ACL differs: $(acl "$UP/sg/$out") against $(acl "$PLAIN/sg/$out")"
+	done
+	run -0 stat -c %U "$MNT/sg/f"
+	assert_output nobody
+}
+
 @test "copy-up keeps the access ACL: nobody reads a 0600 lower file through its ACL before and after copy-up" {
 	pt_mount allow_other
 	run -0 pt_as_nobody_in "$MNT" cat lf
