@@ -306,17 +306,30 @@ static int create_one(int dirfd, const char *name, void *arg)
 	return 0;
 }
 
+/* Links the nameless file fd in as dirfd/name. AT_EMPTY_PATH needs
+ * CAP_DAC_READ_SEARCH (ENOENT without: a user's daemon); /proc does not,
+ * where it is mounted. */
+static int link_nameless(int fd, int dirfd, const char *name)
+{
+	char proc[32];
+
+	if (linkat(fd, "", dirfd, name, AT_EMPTY_PATH) == 0)
+		return 0;
+	if (errno != ENOENT)
+		return -errno;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	return linkat(AT_FDCWD, proc, dirfd, name, AT_SYMLINK_FOLLOW) < 0 ? -errno : 0;
+}
+
 /* A file for a caller other than root where no whiteout is: made
  * nameless (O_TMPFILE, read-write as it requires) in the parent, given
  * its owner, then linked in under the name, so that it never shows as
  * root's and needs no staging directory. -EOPNOTSUPP where the branch
- * has no O_TMPFILE. The link goes through /proc, which needs no
- * CAP_DAC_READ_SEARCH (a user's daemon has none). */
+ * has no O_TMPFILE. */
 static int create_linked(fuse_req_t req, const struct sfs_place *p,
 			 const char *name, struct create_args *a)
 {
 	int flags = (a->flags & ~(O_ACCMODE | O_CREAT | O_EXCL | O_TRUNC)) | O_TMPFILE | O_RDWR;
-	char proc[32];
 	int fd, ret;
 
 	sfs_umask_begin(req);
@@ -327,11 +340,8 @@ static int create_linked(fuse_req_t req, const struct sfs_place *p,
 		ret = -EOPNOTSUPP; /* a kernel or filesystem without O_TMPFILE */
 	if (ret == 0)
 		ret = set_owner_at(p->pl->fd, fd, "", AT_EMPTY_PATH, req);
-	if (ret == 0) {
-		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-		if (linkat(AT_FDCWD, proc, p->pl->fd, name, AT_SYMLINK_FOLLOW) < 0)
-			ret = -errno;
-	}
+	if (ret == 0)
+		ret = link_nameless(fd, p->pl->fd, name);
 	if (ret < 0 && fd >= 0)
 		close(fd);
 	if (ret == 0)
