@@ -255,10 +255,11 @@ int sfs_place_new(struct sfs_node *parent, const char *name, struct sfs_place *p
 /* Makes the entry dirfd/name (0 or -errno; nothing made on failure). */
 typedef int (*sfs_make_fn)(int dirfd, const char *name, void *arg);
 /* Makes name at the place with make(), owned by the caller of req (with
- * its umask; req NULL: as made, for a link). Over a whiteout the entry is
- * made complete (owner, a directory's opaque mark) in a staging directory
- * that gives it the parent's group and default ACL, then replaces the
- * whiteout in one step. 0, or -errno with nothing left at the name. */
+ * its umask; req NULL: as made, for a link). Over a whiteout, or for a
+ * caller other than root, the entry is made complete (owner, a
+ * directory's opaque mark over a whiteout) in a staging directory that
+ * gives it the parent's group and default ACL, then takes the name in
+ * one step. 0, or -errno with nothing left at the name. */
 int sfs_place_make(fuse_req_t req, const struct sfs_place *p, const char *name,
 		   sfs_make_fn make, void *arg);
 /* Creates the regular file name at the place as sfs_place_make does
