@@ -39,6 +39,17 @@ pt_state() {
 	"$SFS" status "$MNT" | awk '$1 == "passthrough" { print $2 }'
 }
 
+# wait_released: until the daemon counts no open file (the RELEASE of a
+# closed descriptor reaches it asynchronously), at most 10 s
+wait_released() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		"$SFS" status "$MNT" | grep -Eq '^open_files[[:space:]]+0$' && return 0
+		sleep 0.1
+	done
+	fail "the daemon still counts open files after 10 s"
+}
+
 # the kernel can pass through only from 6.9 and for a daemon run as root
 require_pt() {
 	local v
@@ -76,7 +87,7 @@ require_pt() {
 	run -0 pt_opens
 	assert_output 0
 	# once the read-only descriptor is gone, the copy passes through
-	sleep 0.2 # the RELEASE of the last descriptor is asynchronous
+	wait_released
 	echo more >>"$MNT/l"
 	run -0 cat "$MNT/l"
 	assert_output $'NEWer\nmore'
