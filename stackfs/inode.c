@@ -198,7 +198,16 @@ static int set_size(int fd, int openfd, off_t size)
 	return r < 0 ? -errno : 0;
 }
 
-/* Applies the changes in POSIX order: mode, owner, size, times. */
+/* The changes a SETATTR can carry besides a ctime. */
+#define SETATTR_CHANGES (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID | \
+			 FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | \
+			 FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW)
+
+/* Applies the changes in POSIX order: mode, owner, size, times. A
+ * SETATTR with none of them is a chown(f, -1, -1) (the kernel sends its
+ * ATTR_CTIME alone, as FUSE_SET_ATTR_CTIME with the writeback cache, as
+ * nothing without): the branch's chown of -1, -1 marks ctime as the
+ * native filesystem does. */
 static int setattr_layer(int fd, int openfd, const struct stat *attr, int to_set)
 {
 	uid_t uid = (to_set & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1;
@@ -207,7 +216,8 @@ static int setattr_layer(int fd, int openfd, const struct stat *attr, int to_set
 
 	if (to_set & FUSE_SET_ATTR_MODE)
 		ret = set_mode(fd, openfd, attr->st_mode);
-	if (ret == 0 && (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) &&
+	if (ret == 0 && ((to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) ||
+			 !(to_set & SETATTR_CHANGES)) &&
 	    fchownat(fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
 		ret = -errno;
 	if (ret == 0 && (to_set & FUSE_SET_ATTR_SIZE))
