@@ -636,6 +636,9 @@ static int place_file(struct commit *c, struct dctx *d, const char *name, const 
 			ret = -errno;
 	} else if (mknodat(d->T, tmp, (st.st_mode & S_IFMT) | 0600, st.st_rdev) < 0) {
 		ret = -errno;
+	} else if (sfs_wh_is_chr_whiteout(&st)) {
+		/* a real 0:0 device (whiteouts never come here) stays one */
+		ret = sfs_wh_mark_device(d->T, tmp);
 	}
 	if (ret == 0)
 		ret = copy_meta(sdir, sname, &st, d->T, tmp);
@@ -682,7 +685,7 @@ static int apply_whiteout(struct commit *c, struct dctx *d, const char *name,
 	int ret;
 
 	if (fstatat(d->T, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-		if (sfs_wh_is_chr_whiteout(&st))
+		if (sfs_wh_is_dev_whiteout(d->T, name, &st))
 			return 0; /* the lower branch hides it already */
 		touch_t(d);
 		ret = remove_tree(d->T, name, c->u.b[1].mnt_id);
@@ -893,7 +896,7 @@ static int raw_list(int dirfd, bool root, struct raw **out, size_t *n)
 			k = RAW_WH_AUFS;
 		} else if ((e->d_type == DT_CHR || e->d_type == DT_UNKNOWN) &&
 			   fstatat(fd, nm, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-			   sfs_wh_is_chr_whiteout(&st)) {
+			   sfs_wh_is_dev_whiteout(fd, nm, &st)) {
 			k = RAW_WH_OVERLAY;
 		}
 		if (cnt == cap) {

@@ -125,6 +125,10 @@ static int stage_entry(const struct sfs_layer *src, int sdir, const char *sname,
 			return -errno;
 	} else if (mknodat(workfd, tmp, (st->st_mode & S_IFMT) | 0600, st->st_rdev) < 0) {
 		return -errno;
+	} else if (sfs_wh_is_chr_whiteout(st)) {
+		/* a 0:0 device copied up is a real one (a whiteout has no
+		 * node): the copy must read as one too */
+		ret = sfs_wh_mark_device(workfd, tmp);
 	}
 	if (ret == 0)
 		ret = copy_meta(sdir, sname, st, workfd, tmp);

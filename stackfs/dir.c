@@ -421,15 +421,34 @@ struct make_args {
 	const char *target;
 };
 
+/* A character device 0:0 is marked as a real one before anyone can see
+ * it, or it would read as an overlayfs whiteout (a crash before the mark
+ * leaves a whiteout where the view showed nothing). A branch that cannot
+ * hold the marker (no trusted xattrs, a daemon without CAP_SYS_ADMIN)
+ * refuses it as kernel overlayfs does. */
+static int make_device(int dirfd, const char *name, mode_t mode, dev_t rdev)
+{
+	int ret;
+
+	if (mknodat(dirfd, name, mode, rdev) < 0)
+		return -errno;
+	if (!S_ISCHR(mode) || rdev != 0)
+		return 0;
+	ret = sfs_wh_mark_device(dirfd, name);
+	if (ret < 0)
+		unlinkat(dirfd, name, 0);
+	return ret == -ENOTSUP || ret == -EPERM ? -EPERM : ret;
+}
+
 static int make_one(int dirfd, const char *name, void *arg)
 {
 	const struct make_args *a = arg;
 	int r;
 
+	if (a->kind == MAKE_NODE)
+		return make_device(dirfd, name, a->mode, a->rdev);
 	if (a->kind == MAKE_DIR)
 		r = mkdirat(dirfd, name, a->mode);
-	else if (a->kind == MAKE_NODE)
-		r = mknodat(dirfd, name, a->mode, a->rdev);
 	else
 		r = symlinkat(a->target, dirfd, name);
 	return r < 0 ? -errno : 0;
@@ -463,12 +482,18 @@ void sfs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	reply_entry(req, ret, &e);
 }
 
+/* A character device 0:0 is what overlayfs takes for a whiteout: with
+ * -o whiteout=overlay (a branch kernel overlayfs is to read) it is
+ * refused, as kernel overlayfs refuses it; with the aufs style it is
+ * made with the device marker (NOTES.md, Whiteouts). */
 void sfs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 		  mode_t mode, dev_t rdev)
 {
 	struct fuse_entry_param e;
-	int ret = make_entry(req, sfs_node_of(parent), name, MAKE_NODE, mode, rdev, NULL, &e);
+	int ret = -EPERM;
 
+	if (!S_ISCHR(mode) || rdev != 0 || sfs_m.opts.whiteout != SFS_WH_OVERLAY)
+		ret = make_entry(req, sfs_node_of(parent), name, MAKE_NODE, mode, rdev, NULL, &e);
 	reply_entry(req, ret, &e);
 }
 

@@ -74,7 +74,7 @@ static int resolve_layer(struct resolve *r, const struct sfs_layer *dl,
 	if (fd < 0)
 		return fd;
 	ret = sfs_fstat(fd, &st);
-	if (ret < 0 || sfs_wh_is_chr_whiteout(&st) ||
+	if (ret < 0 || sfs_wh_is_dev_whiteout(fd, "", &st) ||
 	    (r->n > 0 && !S_ISDIR(st.st_mode)) ||
 	    r->n == sizeof(r->found) / sizeof(r->found[0])) {
 		close(fd);

@@ -62,7 +62,8 @@ static int list_add(struct sfs_dirlist *l, const char *name, ino_t ino,
 	return 0;
 }
 
-/* 1 when the entry is an overlayfs whiteout (a 0:0 character device). */
+/* 1 when the entry is an overlayfs whiteout (an unmarked 0:0 character
+ * device). */
 static int is_chr_whiteout(int dirfd, const char *name, unsigned char type)
 {
 	struct stat st;
@@ -71,7 +72,7 @@ static int is_chr_whiteout(int dirfd, const char *name, unsigned char type)
 		return 0;
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT ? 1 : -errno; /* gone: nothing to show */
-	return sfs_wh_is_chr_whiteout(&st);
+	return sfs_wh_is_dev_whiteout(dirfd, name, &st);
 }
 
 /* The inode number the view shows for an entry of a rw branch with

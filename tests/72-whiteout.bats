@@ -338,6 +338,84 @@ $(recreate_meta "$UP/$d/${kind#*:}")"
 	check_recreate_like_new overlay
 }
 
+# ------------------------------------------------------------ 0:0 devices
+
+# A character device 0:0 is what overlayfs calls a whiteout. One made
+# through the view (aufs style) carries the device marker and is a device.
+has_device_marker() {
+	getfattr -h -n trusted.stackfs.device "$1" >/dev/null 2>&1
+}
+
+@test "regression: mknod NAME c 0 0 (whiteout=wh) is a real, visible device: readdir, link, rename, unlink, rmdir of its parent, remount" {
+	cu_mount
+	mkdir "$MNT/nd"
+	mknod "$MNT/nd/dev" c 0 0
+	run -0 ls "$MNT/nd"
+	assert_output dev
+	run -0 stat -c '%F %t:%T' "$MNT/nd/dev"
+	assert_output "character special file 0:0"
+	has_device_marker "$UP/nd/dev" || fail "no device marker on $UP/nd/dev"
+	# the marker is private: not listed through the view
+	run -0 getfattr -h -d -m - "$MNT/nd/dev"
+	refute_output --partial stackfs
+	ln "$MNT/nd/dev" "$MNT/nd/dev2"
+	[[ -c $MNT/nd/dev2 && $(stat -c %h "$MNT/nd/dev") == 2 ]] || fail "link: $(ls -l "$MNT/nd")"
+	mv "$MNT/nd/dev2" "$MNT/nd/dev3"
+	run -0 ls "$MNT/nd"
+	assert_output $'dev\ndev3'
+	run rmdir "$MNT/nd"
+	assert_failure
+	assert_output --partial "Directory not empty"
+	[[ -c $UP/nd/dev && -c $UP/nd/dev3 ]] || fail "rmdir removed the devices: $(ls -l "$UP/nd")"
+	# made over a deleted lower file (staged, then swapped in)
+	rm "$MNT/f"
+	mknod "$MNT/f" c 0 0
+	[[ -c $MNT/f ]] || fail "a device made over a whiteout does not show"
+	cu_umount
+	cu_mount
+	run -0 ls "$MNT/nd"
+	assert_output $'dev\ndev3'
+	[[ -c $MNT/f ]] || fail "f does not show after the remount"
+	rm "$MNT/nd/dev" "$MNT/nd/dev3"
+	rmdir "$MNT/nd"
+	[[ ! -e $UP/nd ]] || fail "nd still in $UP"
+	rm "$MNT/f"
+	[[ ! -e $MNT/f ]] || fail "f shows after rm"
+	cu_assert_whiteout "$UP/f" wh
+	lower_unchanged
+}
+
+@test "mknod NAME c 0 0 with -o whiteout=overlay is refused with EPERM, as kernel overlayfs does; nothing is made" {
+	cu_mount whiteout=overlay
+	run mknod "$MNT/dev" c 0 0
+	assert_failure
+	assert_output --partial "Operation not permitted"
+	[[ ! -e $UP/dev && ! -e $MNT/dev ]] || fail "something was made: $(ls -l "$UP")"
+	mknod "$MNT/null" c 1 3
+	[[ -c $MNT/null && -c $UP/null ]] || fail "other devices are still made"
+	run -0 ls "$UP/.stackfs/work"
+	assert_output ""
+}
+
+@test "a marked 0:0 device in a lower branch is a device (an unmarked one a whiteout); copy-up keeps the marker" {
+	mknod "$LO/dev" c 0 0
+	setfattr -h -n trusted.stackfs.device -v y "$LO/dev"
+	mknod "$LO/wh" c 0 0
+	sfs_snapshot "$LO"
+	cu_mount
+	run -0 ls "$MNT"
+	assert_line dev
+	refute_line wh
+	chmod 0600 "$MNT/dev"
+	[[ -c $UP/dev ]] || fail "not copied up"
+	has_device_marker "$UP/dev" || fail "the copy has no device marker"
+	cu_umount
+	cu_mount
+	run -0 stat -c '%F %a' "$MNT/dev"
+	assert_output "character special file 600"
+	lower_unchanged
+}
+
 # ------------------------------------------------------------ reserved names
 
 @test "names .wh.* cannot be created through the view: EPERM" {

@@ -324,6 +324,20 @@ os.setxattr(sys.argv[1], "trusted.stackfs.origin", bytes(v), follow_symlinks=Fal
 	assert_fsck_status 0
 }
 
+@test "regression: a 0:0 device with the device marker is a device: not a whiteout hiding nothing; a marked lower one is something hidden" {
+	# a device made through the view (no lower entry): kept, clean
+	mknod "$UP/dev" c 0 0
+	setfattr -h -n trusted.stackfs.device -v y "$UP/dev"
+	# an overlay whiteout over a marked device of the lower branch hides it
+	mknod "$LO/ldev" c 0 0
+	setfattr -h -n trusted.stackfs.device -v y "$LO/ldev"
+	mknod "$UP/ldev" c 0 0
+	run_fsck --repair "$UP"
+	assert_fsck_status 0
+	assert_output --partial ": clean"
+	[[ -c $UP/dev && -c $UP/ldev ]] || fail "fsck removed a device or a whiteout: $(ls -l "$UP")"
+}
+
 @test "a whiteout in a redirected directory hides what is at the redirect target: kept" {
 	# new/ as `mv old new` through the union makes it: a redirect to /old;
 	# m/ merges with MID/m, itself redirected to /old in LO

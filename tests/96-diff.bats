@@ -60,6 +60,16 @@ check_diff() {
 	check_diff overlay
 }
 
+@test "regression: a device 0:0 made through the view is an addition; removing a marked lower one a deletion" {
+	mknod "$LO/ldev" c 0 0
+	setfattr -h -n trusted.stackfs.device -v y "$LO/ldev"
+	sfs_mount "$UP:$LO" "$MNT"
+	mknod "$MNT/dev" c 0 0
+	rm "$MNT/ldev"
+	run -0 "$SFS" diff "$MNT"
+	assert_output $'A /dev\nD /ldev'
+}
+
 @test "diff of an unchanged branch prints nothing and exits 0" {
 	sfs_mount "$UP:$LO" "$MNT"
 	cat "$MNT/a" "$MNT/d1/y" >/dev/null

@@ -86,6 +86,22 @@ check_commit() {
 	check_commit overlay
 }
 
+@test "regression: commit of a device 0:0 made through the view makes a marked device below; a removed marked lower one goes" {
+	mknod "$LO/ldev" c 0 0
+	setfattr -h -n trusted.stackfs.device -v y "$LO/ldev"
+	sfs_mount "$UP:$LO" "$MNT"
+	mknod "$MNT/dev" c 0 0
+	rm "$MNT/ldev"
+	"$SFS" umount "$MNT" || fail "umount failed"
+	run -0 "$SFS" commit "$UP" --into "$LO"
+	[[ -c $LO/dev && ! -e $LO/ldev ]] || fail "lower branch after the commit: $(ls -l "$LO")"
+	getfattr -h -n trusted.stackfs.device "$LO/dev" >/dev/null || fail "no device marker on $LO/dev"
+	sfs_mount "$LO=ro" "$MNT"
+	run -0 stat -c '%F %t:%T' "$MNT/dev"
+	assert_output "character special file 0:0"
+	[[ ! -e $MNT/ldev ]] || fail "ldev shows after the commit"
+}
+
 @test "commit --keep applies the changes and leaves the rw branch as it was" {
 	change_and_record
 	sfs_snapshot "$UP"

@@ -427,7 +427,7 @@ static int res_layer(struct res *r, const struct sfs_ch_layer *dl, const char *n
 	ret = ch_stat(fd, &st, &mnt);
 	if (ret == 0 && mnt != r->u->b[dl->b].mnt_id)
 		ret = -EXDEV; /* a mount point inside the branch */
-	if (ret < 0 || sfs_wh_is_chr_whiteout(&st) || (r->n > 0 && !S_ISDIR(st.st_mode)) ||
+	if (ret < 0 || sfs_wh_is_dev_whiteout(fd, "", &st) || (r->n > 0 && !S_ISDIR(st.st_mode)) ||
 	    r->n >= r->u->n) {
 		close(fd);
 		return ret < 0 ? ret : 0;
@@ -713,7 +713,7 @@ static int layer_names(const struct sfs_ch_layer *l, char ***v, size_t *n, size_
 			continue;
 		if ((e->d_type == DT_CHR || e->d_type == DT_UNKNOWN) &&
 		    fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    sfs_wh_is_chr_whiteout(&st))
+		    sfs_wh_is_dev_whiteout(fd, e->d_name, &st))
 			continue;
 		ret = names_push(v, n, cap, e->d_name);
 		errno = 0;

@@ -1152,7 +1152,7 @@ static int lower_has(const struct lower_fds *l, const char *name)
 		if (l->fd[i] < 0)
 			continue;
 		if (fstatat(l->fd[i], name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-			if (!sfs_wh_is_chr_whiteout(&st))
+			if (!sfs_wh_is_dev_whiteout(l->fd[i], name, &st))
 				return 1;
 		} else if (errno != ENOENT && errno != ENOTDIR) {
 			return -1;
@@ -1406,7 +1406,7 @@ static void check_entries(struct fsck *f, int dfd, const char *dpath, char **nam
 		} else if (sfs_wh_reserved_name(name)) {
 			/* the entry itself may be replaced (free(p) below) */
 			check_aufs_name(f, dfd, name, path, &st, lf);
-		} else if (sfs_wh_is_chr_whiteout(&st)) {
+		} else if (sfs_wh_is_dev_whiteout(dfd, name, &st)) {
 			if (lower_has(lf, name) == 0) {
 				p = found(f, SFS_PR_WH_NOTHING, true, path, "overlay whiteout");
 				if (p)

@@ -11,6 +11,25 @@
 #include <unistd.h>
 
 #include "whiteout/whiteout.h"
+#include "xattr/xattr.h"
+
+/* errno is kept: callers test it after a readdir loop. */
+bool sfs_wh_is_dev_whiteout(int fd, const char *ent, const struct stat *st)
+{
+	int saved = errno;
+	bool wh;
+
+	if (!sfs_wh_is_chr_whiteout(st))
+		return false;
+	wh = sfs_xattr_get(fd, ent, SFS_DEVICE_XATTR, NULL, 0) < 0;
+	errno = saved;
+	return wh;
+}
+
+int sfs_wh_mark_device(int fd, const char *ent)
+{
+	return sfs_xattr_set(fd, ent, SFS_DEVICE_XATTR, "y", 1, 0);
+}
 
 /* ".wh." + name, or NULL when it would not fit in NAME_MAX. */
 static char *aufs_name(const char *name)
@@ -131,7 +150,7 @@ int sfs_wh_remove(int dirfd, const char *name)
 	int ret = 0;
 
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    sfs_wh_is_chr_whiteout(&st)) {
+	    sfs_wh_is_dev_whiteout(dirfd, name, &st)) {
 		if (unlinkat(dirfd, name, 0) < 0)
 			return -errno;
 		ret = 1;
@@ -153,7 +172,7 @@ int sfs_wh_find(int dirfd, const char *name)
 	int has = 0, ret;
 
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-		if (sfs_wh_is_chr_whiteout(&st))
+		if (sfs_wh_is_dev_whiteout(dirfd, name, &st))
 			has |= SFS_WH_HAS_DEV;
 	} else if (errno != ENOENT) {
 		return -errno;
@@ -204,7 +223,7 @@ int sfs_wh_clear_dir(int dirfd)
 	while (ret == 0 && (e = readdir(d))) {
 		if (sfs_wh_reserved_name(e->d_name) ||
 		    (e->d_type == DT_CHR && fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		     sfs_wh_is_chr_whiteout(&st))) {
+		     sfs_wh_is_dev_whiteout(fd, e->d_name, &st))) {
 			if (unlinkat(fd, e->d_name, 0) < 0 && errno != ENOENT)
 				ret = -errno;
 		}

@@ -31,11 +31,23 @@ static inline bool sfs_wh_reserved_name(const char *name)
 	       name[3] == '.';
 }
 
-/* An overlayfs whiteout: a character device 0:0. */
+/* A character device 0:0: an overlayfs whiteout, unless it carries the
+ * device marker (below). */
 static inline bool sfs_wh_is_chr_whiteout(const struct stat *st)
 {
 	return S_ISCHR(st->st_mode) && st->st_rdev == 0;
 }
+
+/* The marker of a real character device 0:0 (made through a view with
+ * -o whiteout=wh, or copied from one): never a whiteout. */
+#define SFS_DEVICE_XATTR "trusted.stackfs.device"
+/* Whether entry `ent` of directory fd (fd itself when ent is "", an
+ * O_PATH fd), whose stat is st, is an overlayfs whiteout: a 0:0
+ * character device without the device marker. The marker is read only
+ * for a 0:0 device; one that cannot be read is no marker. */
+bool sfs_wh_is_dev_whiteout(int fd, const char *ent, const struct stat *st);
+/* Marks the 0:0 character device fd/ent as a real device. */
+int sfs_wh_mark_device(int fd, const char *ent);
 
 /* 1 when NAME is whited out in dirfd by a ".wh.NAME" file. */
 int sfs_wh_has_aufs(int dirfd, const char *name);
