@@ -309,16 +309,71 @@ void sfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
 }
 
+/* An O_DIRECT write needs its memory aligned too (ext4 and XFS ask for
+ * the logical block size, at most a page here), and the data of a WRITE
+ * request starts after its header, in libfuse's buffer or in the pipe it
+ * was spliced into: copied to a page-aligned buffer first. Offset and
+ * length stay the caller's, so an unaligned O_DIRECT write gets the
+ * branch's EINVAL as it would natively. */
+static ssize_t write_direct(int fd, struct fuse_bufvec *in, off_t off)
+{
+	size_t size = fuse_buf_size(in);
+	struct fuse_bufvec mem = FUSE_BUFVEC_INIT(size);
+	void *buf;
+	ssize_t n;
+
+	if (posix_memalign(&buf, (size_t)sysconf(_SC_PAGESIZE), size ? size : 1))
+		return -ENOMEM;
+	mem.buf[0].mem = buf;
+	n = fuse_buf_copy(&mem, in, 0);
+	if (n > 0) {
+		n = pwrite(fd, buf, (size_t)n, off);
+		if (n < 0)
+			n = -errno;
+	}
+	free(buf);
+	return n;
+}
+
+static ssize_t write_fd(int fd, struct fuse_bufvec *in, off_t off)
+{
+	struct fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in));
+
+	out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+	out.buf[0].fd = fd;
+	out.buf[0].pos = off;
+	return fuse_buf_copy(&out, in, 0);
+}
+
+/* The writeback cache writes its pages back through any writable file of
+ * the inode, an O_DIRECT one too, up to the end of the file (a length
+ * O_DIRECT refuses): those writes are the cache's, not the caller's
+ * O_DIRECT ones, and go through a buffered descriptor of the same file. */
+static ssize_t write_cached(int fd, struct fuse_bufvec *in, off_t off)
+{
+	int bfd = sfs_reopen(fd, O_WRONLY);
+	ssize_t n;
+
+	if (bfd < 0)
+		return bfd;
+	n = write_fd(bfd, in, off);
+	close(bfd);
+	return n;
+}
+
 void sfs_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 		      off_t off, struct fuse_file_info *fi)
 {
-	struct fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in));
+	struct sfs_file *f = file_of(fi);
+	int fd = sfs_file_fd(f);
 	ssize_t n;
 
-	out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-	out.buf[0].fd = sfs_file_fd(file_of(fi));
-	out.buf[0].pos = off;
-	n = fuse_buf_copy(&out, in, 0);
+	if (!(f->flags & O_DIRECT))
+		n = write_fd(fd, in, off);
+	else if (fi->writepage)
+		n = write_cached(fd, in, off);
+	else
+		n = write_direct(fd, in, off);
 	if (n < 0)
 		sfs_reply_err(req, (int)-n);
 	else

@@ -102,6 +102,36 @@ teardown() {
 	st_same_as_model wb "$UP/f"
 }
 
+# O_DIRECT (-Z: every descriptor O_DIRECT, 4 KiB-aligned offsets, lengths
+# and buffers; -M: no mmap) in each way data moves: passed through to the
+# branch file by the kernel, served by the daemon, and with the writeback
+# cache. A new file, and a lower one (read through the daemon until the
+# copy-up, and after it by the descriptor opened before).
+check_fsx_direct() {
+	local opts=$1 n=$((FSX_OPS / 2))
+	st_make_lower_file "$LO/f"
+	sfs_snapshot "$LO"
+	sfs_mount "$UP:$LO=ro" "$MNT" "$opts"
+	st_fsx dnew "$MNT/new" -Z -M -N "$n"
+	st_fsx dlow "$MNT/f" -Z -M -e -d -N "$n"
+	sfs_assert_unchanged "$LO"
+	"$SFS" umount "$MNT"
+	st_same_as_model dnew "$UP/new"
+	st_same_as_model dlow "$UP/f"
+}
+
+@test "regression: fsx with O_DIRECT (-Z -M), passed through (default; the lower file is served by the daemon)" {
+	check_fsx_direct ""
+}
+
+@test "regression: fsx with O_DIRECT (-Z -M), served by the daemon (-o nopassthrough)" {
+	check_fsx_direct nopassthrough
+}
+
+@test "regression: fsx with O_DIRECT (-Z -M), with the writeback cache (-o writeback)" {
+	check_fsx_direct writeback
+}
+
 # ------------------------------------------------------------ findings
 
 @test "regression: SEEK_DATA and SEEK_HOLE see data still in the writeback cache (-o writeback)" {

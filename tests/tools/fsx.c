@@ -35,6 +35,9 @@
  *   -d        keep a second, O_RDONLY descriptor open beside the O_RDWR
  *             one; reads and checks go through either at random (with -e
  *             it is the descriptor opened before the copy-up)
+ *   -Z        O_DIRECT on every descriptor: reads, writes and
+ *             copy_file_range ranges are aligned to 4096 bytes (offset
+ *             and length), from 4096-aligned buffers
  *   -M        no mmap operations      -F  no fallocate
  *   -T        no truncate             -P  no fadvise(DONTNEED)
  *   -C        no copy_file_range      -H  no SEEK_DATA/SEEK_HOLE
@@ -116,7 +119,10 @@ static off_t maxlen = 256 * 1024;
 static off_t maxop = 64 * 1024;
 static unsigned long cmp_every = 50;
 static unsigned long reopen_every = 100;
-static int opt_existing, opt_dual, verbose, quiet;
+static int opt_existing, opt_dual, opt_direct, verbose, quiet;
+/* O_DIRECT's alignment of offsets, lengths and buffers: the logical
+ * block size of ext4 and XFS with 4 KiB blocks, and a page */
+#define DIO_ALIGN ((off_t)4096)
 static const char *dump_path;
 static unsigned loglen = 50;
 static const char *path;
@@ -301,6 +307,35 @@ static void __attribute__((noreturn)) fail_errno(const char *what)
 
 /* ------------------------------------------------------------ I/O */
 
+static int dio_flag(void)
+{
+	return opt_direct ? O_DIRECT : 0;
+}
+
+static off_t align_down(off_t v)
+{
+	return opt_direct ? v & ~(DIO_ALIGN - 1) : v;
+}
+
+static off_t align_up(off_t v)
+{
+	return opt_direct ? (v + DIO_ALIGN - 1) & ~(DIO_ALIGN - 1) : v;
+}
+
+/* With -Z: the range widened to whole blocks, its end at most `limit`
+ * (itself aligned). */
+static void align_range(off_t *off, off_t *len, off_t limit)
+{
+	off_t end = align_up(*off + *len);
+
+	if (end > limit)
+		end = limit;
+	*off = align_down(*off);
+	if (end <= *off)
+		end = *off + DIO_ALIGN;
+	*len = end - *off;
+}
+
 static void bus_handler(int sig)
 {
 	if (in_map)
@@ -406,6 +441,8 @@ static void check_range(off_t off, off_t len, const char *why)
 
 	if (len <= 0)
 		return;
+	if (opt_direct)
+		align_range(&off, &len, align_up(fsize + pagesize));
 	snprintf(how, sizeof(how), "%s (pread through the %s descriptor)", why, which ? "O_RDONLY" : "O_RDWR");
 	got = read_full(fd, tmp, len, off, how);
 	compare(tmp, off, len, got, how);
@@ -500,7 +537,7 @@ static void fill(unsigned char *buf, off_t off, off_t len)
 
 static void open_rw(const char *why)
 {
-	rwfd = open(path, O_RDWR | O_CLOEXEC);
+	rwfd = open(path, O_RDWR | O_CLOEXEC | dio_flag());
 	if (rwfd < 0)
 		fail_errno(why);
 }
@@ -510,14 +547,14 @@ static void open_files(int first)
 	struct stat st;
 
 	if (first && !opt_existing) {
-		rwfd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		rwfd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | dio_flag(), 0644);
 		if (rwfd < 0)
 			fail_errno("open O_RDWR|O_CREAT|O_TRUNC");
 	} else if (!opt_existing || !first) {
 		open_rw("open O_RDWR");
 	}
 	if (opt_dual || (first && opt_existing)) {
-		rofd = open(path, O_RDONLY | O_CLOEXEC);
+		rofd = open(path, O_RDONLY | O_CLOEXEC | dio_flag());
 		if (rofd < 0)
 			fail_errno("open O_RDONLY");
 	}
@@ -554,7 +591,7 @@ static void do_reopen(void)
 	if (had_rw)
 		open_rw("reopen O_RDWR");
 	if (opt_dual || !had_rw) {
-		rofd = open(path, O_RDONLY | O_CLOEXEC);
+		rofd = open(path, O_RDONLY | O_CLOEXEC | dio_flag());
 		if (rofd < 0)
 			fail_errno("reopen O_RDONLY");
 	}
@@ -584,6 +621,8 @@ static void do_read(void)
 	struct logent *e;
 
 	pick_range(&off, &len, rnd(5) != 0);
+	if (opt_direct)
+		align_range(&off, &len, maxlen);
 	fd = pick_fd(&which);
 	e = log_op(OP_READ, which, off, len);
 	got = read_full(fd, tmp, len, off, "pread");
@@ -598,6 +637,8 @@ static void do_write(void)
 
 	need_rw();
 	pick_range(&off, &len, rnd(5) < 2);
+	if (opt_direct)
+		align_range(&off, &len, maxlen);
 	e = log_op(OP_WRITE, 0, off, len);
 	fill(tmp, off, len);
 	write_full(rwfd, tmp, len, off);
@@ -787,7 +828,21 @@ static void do_copyrange(void)
 	len = 1 + (off_t)rnd((uint64_t)maxop);
 	if (src + len > fsize)
 		len = fsize - src;
-	dst = (off_t)rnd((uint64_t)(maxlen - len + 1));
+	if (opt_direct) {
+		/* whole blocks, inside the file (a partial last block
+		 * would be an unaligned length) */
+		src = align_down(src);
+		len = align_up(len);
+		if (src + len > align_down(fsize))
+			len = align_down(fsize) - src;
+		if (len <= 0) {
+			counts[OP_COPYRANGE]--;
+			counts[OP_READ]++;
+			do_read();
+			return;
+		}
+	}
+	dst = align_down((off_t)rnd((uint64_t)(maxlen - len + 1)));
 	if (dst < src + len && src < dst + len) {
 		/* overlapping: put the destination right after the source,
 		 * or before it */
@@ -887,7 +942,7 @@ static int usage(void)
 {
 	fprintf(stderr,
 		"usage: fsx [-S seed] [-N ops] [-l maxlen] [-o maxop] [-c cmp_every] [-R reopen_every]\n"
-		"           [-e] [-d] [-M] [-F] [-T] [-P] [-C] [-H] [-w modelfile] [-L loglen] [-v|-q] FILE\n");
+		"           [-e] [-d] [-Z] [-M] [-F] [-T] [-P] [-C] [-H] [-w modelfile] [-L loglen] [-v|-q] FILE\n");
 	return 2;
 }
 
@@ -932,7 +987,7 @@ int main(int argc, char **argv)
 
 	gettimeofday(&tv, NULL);
 	seed = ((uint64_t)tv.tv_sec * 1000003u) ^ (uint64_t)tv.tv_usec ^ ((uint64_t)getpid() << 20);
-	while ((c = getopt(argc, argv, "S:N:l:o:c:R:edMFTPCHw:L:vq")) != -1) {
+	while ((c = getopt(argc, argv, "S:N:l:o:c:R:edZMFTPCHw:L:vq")) != -1) {
 		if (strchr("SNlocRL", c) && parse_num(optarg, &v) < 0) {
 			fprintf(stderr, "fsx: -%c: not a number: %s\n", c, optarg);
 			return usage();
@@ -947,6 +1002,7 @@ int main(int argc, char **argv)
 		case 'L': loglen = v ? (unsigned)v : 1; break;
 		case 'e': opt_existing = 1; break;
 		case 'd': opt_dual = 1; break;
+		case 'Z': opt_direct = 1; break;
 		case 'M': weights[OP_MAPREAD] = weights[OP_MAPWRITE] = 0; break;
 		case 'F': weights[OP_FALLOC] = weights[OP_PUNCH] = weights[OP_ZERO] = 0; break;
 		case 'T': weights[OP_TRUNCATE] = 0; break;
@@ -984,11 +1040,16 @@ int main(int argc, char **argv)
 		if (st.st_size > maxlen)
 			maxlen = st.st_size;
 	}
+	maxlen = align_up(maxlen);
+	if (opt_direct && maxop < DIO_ALIGN)
+		maxop = DIO_ALIGN;
 	if (maxop > maxlen)
 		maxop = maxlen;
 	good = calloc((size_t)maxlen + (size_t)pagesize, 1);
 	writer = calloc((size_t)maxlen + (size_t)pagesize, sizeof(*writer));
-	tmp = malloc((size_t)maxlen + 2 * (size_t)pagesize);
+	/* aligned for O_DIRECT */
+	if (posix_memalign((void **)&tmp, (size_t)DIO_ALIGN, (size_t)maxlen + 2 * (size_t)pagesize))
+		tmp = NULL;
 	if (!oplog || !good || !writer || !tmp) {
 		fprintf(stderr, "fsx: out of memory\n");
 		return 2;
@@ -997,7 +1058,8 @@ int main(int argc, char **argv)
 	open_files(1);
 	if (opt_existing) {
 		/* the initial content is what the file holds now */
-		got = read_full(rofd, good, maxlen, 0, "reading the initial content");
+		got = read_full(rofd, tmp, maxlen, 0, "reading the initial content");
+		memcpy(good, tmp, (size_t)got);
 		if (fstat(rofd, &st) < 0)
 			fail_errno("fstat");
 		if (got != st.st_size)
@@ -1006,9 +1068,9 @@ int main(int argc, char **argv)
 		fsize = got;
 	}
 	if (!quiet)
-		printf("fsx: %s, seed %" PRIu64 ", %lu ops, maxlen 0x%jx, maxop 0x%jx%s%s\n", path, seed,
+		printf("fsx: %s, seed %" PRIu64 ", %lu ops, maxlen 0x%jx, maxop 0x%jx%s%s%s\n", path, seed,
 		       nops, (intmax_t)maxlen, (intmax_t)maxop, opt_existing ? ", existing file" : "",
-		       opt_dual ? ", two descriptors" : "");
+		       opt_dual ? ", two descriptors" : "", opt_direct ? ", O_DIRECT" : "");
 	check_all("initial compare");
 
 	for (i = 1; i <= nops; i++) {
