@@ -485,7 +485,8 @@ static int read_meta(struct fsck *f, const char *name, size_t max,
 	if (ret == -EINVAL || ret == -ELOOP)
 		found(f, not_file, false, path, NULL);
 	else if (ret == -EFBIG)
-		message(f, true, "%s: larger than %zu bytes: not checked", path + 1, max);
+		found(f, SFS_PR_META_TOO_LARGE, false, path, "the limit is %zu bytes: not checked",
+		      max);
 	else if (ret && ret != -ENOENT)
 		message(f, true, "%s: %s", path + 1, strerror(-ret));
 	return ret;
@@ -512,7 +513,7 @@ static void check_registry(struct fsck *f)
 	size_t len, nrec;
 	int ret;
 
-	ret = read_meta(f, SFS_META_REGISTRY, 1u << 26, SFS_PR_REG_NOT_FILE, &buf, &len);
+	ret = read_meta(f, SFS_META_REGISTRY, SFS_REG_MAX_BYTES, SFS_PR_REG_NOT_FILE, &buf, &len);
 	if (ret == -ENOENT) {
 		struct sfs_fsck_problem *p = found(f, SFS_PR_REG_MISSING, true, path, NULL);
 
@@ -602,52 +603,137 @@ static int ino_write_rec(int fd, const void *rec, uint64_t slot)
 	return fdatasync(fd) < 0 ? -errno : 0;
 }
 
-static void check_inomap(struct fsck *f)
+/* Opens the inomap to check (and, with repair, to write): an fd, or -1
+ * when there is nothing more to check (reported). *len is its size. */
+static int open_inomap(struct fsck *f, uint64_t *len)
 {
 	const char *path = "/" SFS_METADIR_NAME "/" SFS_META_INOMAP;
-	struct sfs_ino_table seen = { 0 };
-	struct sfs_disk_ino_head head;
 	struct sfs_fsck_problem *p;
-	enum sfs_rec_status st;
-	uint8_t *buf;
-	size_t len, nfull;
-	int ret, fd = -1;
+	struct stat sb;
+	int fd = sfs_meta_openat(f->meta_fd, SFS_META_INOMAP, O_RDONLY | O_NONBLOCK, 0);
 
-	ret = read_meta(f, SFS_META_INOMAP, (size_t)1 << 34, SFS_PR_INO_NOT_FILE, &buf, &len);
-	if (ret == -ENOENT) {
+	if (fd == -ENOENT) {
 		p = found(f, SFS_PR_INO_MISSING, true, path, NULL);
 		if (p)
 			done(f, p, sfs_ino_create(f->meta_fd));
+		return -1;
 	}
-	if (ret)
-		return;
+	if (fd >= 0 && fstat(fd, &sb) < 0) {
+		close(fd);
+		fd = -errno;
+	}
+	if (fd == -ELOOP || (fd >= 0 && !S_ISREG(sb.st_mode))) {
+		found(f, SFS_PR_INO_NOT_FILE, false, path, NULL);
+		goto fail;
+	}
+	if (fd < 0) {
+		message(f, true, "%s: %s", path + 1, strerror(-fd));
+		return -1;
+	}
+	*len = (uint64_t)sb.st_size;
+	/* nothing of it is read: a sparse terabyte costs no disk */
+	if (*len > SFS_INO_MAX_BYTES) {
+		found(f, SFS_PR_META_TOO_LARGE, false, path,
+		      "%llu bytes, the limit is %llu (%u records): not checked",
+		      (unsigned long long)*len, (unsigned long long)SFS_INO_MAX_BYTES,
+		      SFS_INO_MAX_RECORDS);
+		goto fail;
+	}
 	if (f->o->repair) {
-		fd = sfs_meta_openat(f->meta_fd, SFS_META_INOMAP, O_RDWR, 0);
+		close(fd);
+		fd = sfs_meta_openat(f->meta_fd, SFS_META_INOMAP, O_RDWR | O_NONBLOCK, 0);
 		if (fd < 0) {
 			message(f, true, "%s: %s", path + 1, strerror(-fd));
-			goto out;
+			return -1;
 		}
 	}
+	return fd;
+fail:
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+/* The file header; false when the records are not to be checked. */
+static bool check_ino_head(struct fsck *f, int fd, uint64_t len)
+{
+	const char *path = "/" SFS_METADIR_NAME "/" SFS_META_INOMAP;
+	struct sfs_disk_ino_head head;
+	struct sfs_fsck_problem *p;
+	enum sfs_rec_status st;
+	int ret;
+
 	memset(&head, 0, sizeof(head));
-	memcpy(&head, buf, len < sizeof(head) ? len : sizeof(head));
+	ret = sfs_pread_full(fd, &head, len < sizeof(head) ? (size_t)len : sizeof(head), 0);
+	if (ret) {
+		message(f, true, "%s: %s", path + 1, strerror(-ret));
+		return false;
+	}
 	st = len < SFS_INO_REC_SIZE ? SFS_REC_FIELD : sfs_ino_head_decode(&head);
 	if (st == SFS_REC_NEWER) {
 		found(f, SFS_PR_INO_NEWER, false, path, "version %u", le32toh(head.ih_version));
-		goto out;
+		return false;
 	}
 	if (st) {
 		p = len < SFS_INO_REC_SIZE
-			? found(f, SFS_PR_INO_HEAD, true, path, "truncated: %zu bytes", len)
+			? found(f, SFS_PR_INO_HEAD, true, path, "truncated: %llu bytes",
+				(unsigned long long)len)
 			: found(f, SFS_PR_INO_HEAD, true, path, "%s", sfs_rec_status_str(st));
 		if (p) {
 			sfs_ino_head_encode(&head);
 			done(f, p, ino_write_rec(fd, &head, 0));
 		}
 	}
+	return true;
+}
+
+/* One record (number i of nfull): bad ones and repeats are retired. */
+static int check_ino_rec(struct fsck *f, int fd, struct sfs_ino_table *seen,
+			 struct sfs_disk_ino *d, uint64_t i, uint64_t nfull)
+{
+	const char *path = "/" SFS_METADIR_NAME "/" SFS_META_INOMAP;
+	struct sfs_fsck_problem *p;
+	enum sfs_rec_status st;
+	uint32_t fs_id;
+	uint64_t ino;
+
+	st = sfs_ino_decode(d, i, &fs_id, &ino);
+	if (st)
+		p = found(f, st == SFS_REC_CRC ? SFS_PR_INO_CRC : SFS_PR_INO_FIELD, true, path,
+			  "record %llu%s", (unsigned long long)(i + 1),
+			  i + 1 == nfull ? " (the last: an interrupted append?)" : "");
+	else if (fs_id && sfs_ino_table_find(seen, fs_id, ino))
+		p = found(f, SFS_PR_INO_DUP, true, path,
+			  "record %llu (filesystem %u, inode %llu)", (unsigned long long)(i + 1),
+			  fs_id, (unsigned long long)ino);
+	else if (fs_id && sfs_ino_table_add(seen, fs_id, ino, sfs_ino_number(i)))
+		return -ENOMEM;
+	else
+		return 0;
+	if (p) {
+		sfs_ino_encode(0, 0, i, d);
+		done(f, p, ino_write_rec(fd, d, i + 1));
+	}
+	return 0;
+}
+
+static void check_inomap(struct fsck *f)
+{
+	const char *path = "/" SFS_METADIR_NAME "/" SFS_META_INOMAP;
+	struct sfs_ino_table seen = { 0 };
+	struct sfs_fsck_problem *p;
+	uint8_t *chunk = NULL;
+	uint64_t len = 0, nfull;
+	int ret, fd = open_inomap(f, &len);
+
+	if (fd < 0)
+		return;
+	if (!check_ino_head(f, fd, len))
+		goto out;
 	nfull = len >= SFS_INO_REC_SIZE ? len / SFS_INO_REC_SIZE - 1 : 0;
 	if (len >= SFS_INO_REC_SIZE && len % SFS_INO_REC_SIZE) {
-		p = found(f, SFS_PR_INO_PARTIAL, true, path, "%zu bytes after record %zu",
-			  len % SFS_INO_REC_SIZE, nfull);
+		p = found(f, SFS_PR_INO_PARTIAL, true, path, "%llu bytes after record %llu",
+			  (unsigned long long)(len % SFS_INO_REC_SIZE), (unsigned long long)nfull);
 		if (p) {
 			ret = ftruncate(fd, (off_t)(SFS_INO_REC_SIZE * (nfull + 1))) < 0 ? -errno : 0;
 			if (!ret && fdatasync(fd) < 0)
@@ -655,38 +741,36 @@ static void check_inomap(struct fsck *f)
 			done(f, p, ret);
 		}
 	}
-	for (size_t i = 0; i < nfull; i++) {
-		struct sfs_disk_ino d;
-		uint32_t fs_id;
-		uint64_t ino;
+	/* read in chunks: memory is the table of numbers, not the file */
+	chunk = malloc((size_t)SFS_INO_REC_SIZE * SFS_INO_CHUNK);
+	if (!chunk && nfull) {
+		message(f, true, "out of memory");
+		goto out;
+	}
+	for (uint64_t i = 0; i < nfull; i += SFS_INO_CHUNK) {
+		size_t n = nfull - i < SFS_INO_CHUNK ? (size_t)(nfull - i) : SFS_INO_CHUNK;
 
-		memcpy(&d, buf + SFS_INO_REC_SIZE * (i + 1), sizeof(d));
-		st = sfs_ino_decode(&d, i, &fs_id, &ino);
-		if (st)
-			p = found(f, st == SFS_REC_CRC ? SFS_PR_INO_CRC : SFS_PR_INO_FIELD, true, path,
-				  "record %zu%s", i + 1,
-				  i + 1 == nfull ? " (the last: an interrupted append?)" : "");
-		else if (fs_id && sfs_ino_table_find(&seen, fs_id, ino))
-			p = found(f, SFS_PR_INO_DUP, true, path,
-				  "record %zu (filesystem %u, inode %llu)", i + 1, fs_id,
-				  (unsigned long long)ino);
-		else {
-			if (fs_id && sfs_ino_table_add(&seen, fs_id, ino, sfs_ino_number(i))) {
+		ret = sfs_pread_full(fd, chunk, SFS_INO_REC_SIZE * n,
+				     (off_t)(SFS_INO_REC_SIZE * (i + 1)));
+		if (ret) {
+			message(f, true, "%s: %s", path + 1,
+				ret == -ENODATA ? "changed while read" : strerror(-ret));
+			goto out;
+		}
+		for (size_t k = 0; k < n; k++) {
+			struct sfs_disk_ino d;
+
+			memcpy(&d, chunk + SFS_INO_REC_SIZE * k, sizeof(d));
+			if (check_ino_rec(f, fd, &seen, &d, i + k, nfull)) {
 				message(f, true, "out of memory");
 				goto out;
 			}
-			continue;
-		}
-		if (p) {
-			sfs_ino_encode(0, 0, i, &d);
-			done(f, p, ino_write_rec(fd, &d, i + 1));
 		}
 	}
 out:
+	free(chunk);
 	sfs_ino_table_free(&seen);
-	if (fd >= 0)
-		close(fd);
-	free(buf);
+	close(fd);
 }
 
 /* ------------------------------------------------------------ the rest of .stackfs */
