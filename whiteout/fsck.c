@@ -12,6 +12,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,11 +57,16 @@ struct fsck {
 	struct lower_br *low;
 	size_t nlow;
 	bool lowers_known;
+	bool lowers_trusted;     /* verified against the records (or --force):
+				  * what they show may be repaired */
 	bool handle_warned;
 	uint8_t (*noted)[16];    /* filesystems named in a note already */
 	size_t nnoted;
 	uint64_t entries;
 };
+
+static int origin_gone(struct fsck *f, const struct sfs_origin *o, const char *path,
+		       char *why, size_t whylen);
 
 /* ------------------------------------------------------------ reporting */
 
@@ -867,6 +873,23 @@ static bool index_has_origin(int dirfd, const char *name)
 	return sfs_origin_get(dirfd, name, &o) == 1;
 }
 
+/* An index entry whose origin's lower inode is gone shows its data at
+ * no lower name any more (the daemon ignores it; a new file reusing the
+ * number would otherwise show it): its index name goes. A name the copy
+ * was placed under is another link and keeps the data. */
+static void check_index_origin(struct fsck *f, int dfd, const char *name, const char *path)
+{
+	struct sfs_fsck_problem *p;
+	struct sfs_origin o;
+	char why[PATH_MAX + 64];
+
+	if (sfs_origin_get(dfd, name, &o) != 1 || origin_gone(f, &o, path, why, sizeof(why)) != 1)
+		return;
+	p = found(f, SFS_PR_INDEX_STALE, f->lowers_trusted, path, "%s", why);
+	if (p)
+		done(f, p, unlinkat(dfd, name, 0) < 0 ? -errno : 0);
+}
+
 static void check_index(struct fsck *f)
 {
 	const char *path = "/" SFS_METADIR_NAME "/" SFS_META_INDEX;
@@ -895,6 +918,8 @@ static void check_index(struct fsck *f)
 			pr = found(f, SFS_PR_INDEX_ORPHAN, true, p, NULL);
 			if (pr)
 				done(f, pr, unlinkat(fd, v[i], 0) < 0 ? -errno : 0);
+		} else {
+			check_index_origin(f, fd, v[i], p);
 		}
 		free(p);
 	}
@@ -1027,7 +1052,7 @@ static int find_lowers(struct fsck *f)
 				return ret;
 			}
 		}
-		f->lowers_known = true;
+		f->lowers_known = f->lowers_trusted = true;
 		return 0;
 	}
 	if (f->meta_fd < 0 || sfs_meta_read_lowers(f->meta_fd, &v, &n, err, sizeof(err))) {
@@ -1053,7 +1078,7 @@ static int find_lowers(struct fsck *f)
 			goto out;
 		}
 	}
-	f->lowers_known = true;
+	f->lowers_known = f->lowers_trusted = true;
 out:
 	sfs_lowers_free(v, n);
 	return 0;
@@ -1275,14 +1300,75 @@ static bool redirect_ok(const char *r)
 	return true;
 }
 
+/* Whether the lower inode a valid record names is gone: 1 gone (why
+ * says how), 0 still there, -1 not known (said in a note or error). */
+static int origin_gone(struct fsck *f, const struct sfs_origin *o, const char *path,
+		       char *why, size_t whylen)
+{
+	struct file_handle *fh;
+	struct stat st;
+	size_t j;
+	int ret, fd;
+
+	if (o->version != SFS_ORIGIN_VERSION || !o->handle_bytes || !f->lowers_known)
+		return -1;
+	for (j = 0; j < f->nlow; j++)
+		if (f->low[j].uuid_ok && !memcmp(f->low[j].uuid, o->fs_uuid, 16))
+			break;
+	if (j == f->nlow) {
+		uint8_t (*v)[16];
+
+		for (size_t k = 0; k < f->nnoted; k++)
+			if (!memcmp(f->noted[k], o->fs_uuid, 16))
+				return -1;
+		v = realloc(f->noted, (f->nnoted + 1) * sizeof(*v));
+		if (v) {
+			f->noted = v;
+			memcpy(f->noted[f->nnoted++], o->fs_uuid, 16);
+		}
+		message(f, false, "%s (and maybe others): its origin is on a filesystem that "
+			"no lower branch is on: not checked", path);
+		return -1;
+	}
+	fh = malloc(sizeof(*fh) + o->handle_bytes);
+	if (!fh) {
+		message(f, true, "out of memory");
+		return -1;
+	}
+	fh->handle_bytes = o->handle_bytes;
+	fh->handle_type = o->handle_type;
+	memcpy(fh->f_handle, o->handle, o->handle_bytes);
+	fd = open_by_handle_at(f->low[j].fd, fh, O_PATH | O_CLOEXEC);
+	ret = fd < 0 ? -errno : 0;
+	free(fh);
+	if (ret == -ESTALE || ret == -ENOENT) {
+		snprintf(why, whylen, "inode %llu of %s's filesystem", (unsigned long long)o->ino,
+			 f->low[j].path);
+		return 1;
+	}
+	if (ret) {
+		if (!f->handle_warned)
+			message(f, true, "%s: cannot check its origin: open_by_handle_at: %s%s",
+				path, strerror(-ret),
+				ret == -EPERM ? " (needs CAP_DAC_READ_SEARCH)" : "");
+		f->handle_warned = true;
+		return -1;
+	}
+	ret = fstat(fd, &st) < 0 ? -errno : 0;
+	close(fd);
+	if (ret || (uint64_t)st.st_ino == o->ino)
+		return 0;
+	snprintf(why, whylen, "the handle names inode %llu, the record says %llu",
+		 (unsigned long long)st.st_ino, (unsigned long long)o->ino);
+	return 1;
+}
+
 static void check_origin(struct fsck *f, int dfd, const char *name, const char *path)
 {
 	struct sfs_fsck_problem *p;
 	struct sfs_origin o;
-	struct file_handle *fh;
-	struct stat st;
-	size_t j;
-	int ret = sfs_origin_get(dfd, name, &o), fd;
+	char why[PATH_MAX + 64];
+	int ret = sfs_origin_get(dfd, name, &o);
 
 	if (ret == -EUCLEAN) {
 		p = found(f, SFS_PR_ORIGIN_CORRUPT, true, path, NULL);
@@ -1294,56 +1380,9 @@ static void check_origin(struct fsck *f, int dfd, const char *name, const char *
 		message(f, true, "%s: origin record: %s", path, strerror(-ret));
 		return;
 	}
-	if (ret == 0 || o.version != SFS_ORIGIN_VERSION || !o.handle_bytes || !f->lowers_known)
+	if (ret == 0 || origin_gone(f, &o, path, why, sizeof(why)) != 1)
 		return;
-	for (j = 0; j < f->nlow; j++)
-		if (f->low[j].uuid_ok && !memcmp(f->low[j].uuid, o.fs_uuid, 16))
-			break;
-	if (j == f->nlow) {
-		uint8_t (*v)[16];
-
-		for (size_t k = 0; k < f->nnoted; k++)
-			if (!memcmp(f->noted[k], o.fs_uuid, 16))
-				return;
-		v = realloc(f->noted, (f->nnoted + 1) * sizeof(*v));
-		if (v) {
-			f->noted = v;
-			memcpy(f->noted[f->nnoted++], o.fs_uuid, 16);
-		}
-		message(f, false, "%s (and maybe others): its origin is on a filesystem that "
-			"no lower branch is on: not checked", path);
-		return;
-	}
-	fh = malloc(sizeof(*fh) + o.handle_bytes);
-	if (!fh) {
-		message(f, true, "out of memory");
-		return;
-	}
-	fh->handle_bytes = o.handle_bytes;
-	fh->handle_type = o.handle_type;
-	memcpy(fh->f_handle, o.handle, o.handle_bytes);
-	fd = open_by_handle_at(f->low[j].fd, fh, O_PATH | O_CLOEXEC);
-	ret = fd < 0 ? -errno : 0;
-	free(fh);
-	if (ret == -ESTALE || ret == -ENOENT) {
-		p = found(f, SFS_PR_ORIGIN_DANGLING, true, path, "inode %llu of %s's filesystem",
-			  (unsigned long long)o.ino, f->low[j].path);
-	} else if (ret) {
-		if (!f->handle_warned)
-			message(f, true, "%s: cannot check its origin: open_by_handle_at: %s%s",
-				path, strerror(-ret),
-				ret == -EPERM ? " (needs CAP_DAC_READ_SEARCH)" : "");
-		f->handle_warned = true;
-		return;
-	} else {
-		ret = fstat(fd, &st) < 0 ? -errno : 0;
-		close(fd);
-		if (ret || (uint64_t)st.st_ino == o.ino)
-			return;
-		p = found(f, SFS_PR_ORIGIN_DANGLING, true, path,
-			  "the handle names inode %llu, the record says %llu",
-			  (unsigned long long)st.st_ino, (unsigned long long)o.ino);
-	}
+	p = found(f, SFS_PR_ORIGIN_DANGLING, f->lowers_trusted, path, "%s", why);
 	if (p)
 		done(f, p, sfs_origin_remove(dfd, name));
 }
@@ -1617,18 +1656,19 @@ int sfs_fsck_run(const struct sfs_fsck_opts *o, struct sfs_fsck_result *r)
 			check_registry(&f);
 			check_inomap(&f);
 			check_lowers_file(&f);
+		}
+	}
+	/* the index is judged against the lower branches too */
+	if (!f.stop && !o->lowers)
+		find_lowers(&f);
+	if (f.meta_fd >= 0 && !f.stop) {
+		if (!f.v0)
 			check_index(&f);
-		}
-		if (!f.stop) {
-			check_work(&f);
-			check_meta_entries(&f);
-		}
+		check_work(&f);
+		check_meta_entries(&f);
 	}
-	if (!f.stop) {
-		if (!o->lowers)
-			find_lowers(&f);
+	if (!f.stop)
 		check_tree(&f);
-	}
 out:
 	r->lowers_known = f.lowers_known;
 	r->lowers = calloc(f.nlow ? f.nlow : 1, sizeof(char *));
