@@ -57,6 +57,7 @@ struct fsck {
 	struct lower_br *low;
 	size_t nlow;
 	bool lowers_known;
+	bool reg_damaged;        /* fsck found the registry damaged */
 	bool lowers_trusted;     /* verified against the records (or --force):
 				  * what they show may be repaired */
 	bool handle_warned;
@@ -585,6 +586,9 @@ static void check_registry(struct fsck *f)
 			goto out;
 		}
 	}
+	/* the branch records may be incomplete: lower branches cannot be
+	 * told from others by them */
+	f->reg_damaged = dirty;
 	if (dirty && pd.n) {
 		for (int k = SFS_REG_FS; k <= SFS_REG_BRANCH; k++)
 			keep.next_id[k] = head_ok && head_next[k] > seen_next[k] ? head_next[k]
@@ -1036,23 +1040,132 @@ static bool same_dir(int a_fd, const char *b_path)
 	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-/* The lower branches: --lower, else those below this branch in lowers. */
+/* The branch records of the registry (kind 2: filesystem UUID and root
+ * file handle of every branch of a mount this branch was the highest rw
+ * branch of). false when there are none to compare with. */
+static bool load_branch_records(struct fsck *f, struct sfs_reg_table *t)
+{
+	char err[256];
+	uint8_t *buf;
+	size_t len;
+	bool any = false;
+
+	memset(t, 0, sizeof(*t));
+	if (f->reg_damaged)
+		return false;
+	if (f->meta_fd < 0 || f->v0 ||
+	    sfs_meta_read_file(f->meta_fd, SFS_META_REGISTRY, SFS_REG_MAX_BYTES, &buf, &len))
+		return false;
+	if (sfs_reg_parse(buf, len, t, err, sizeof(err)) == 0)
+		for (size_t i = 0; i < t->n; i++)
+			any |= t->v[i].kind == SFS_REG_BRANCH;
+	free(buf);
+	return any;
+}
+
+/* 1 when the directory fd is a branch the registry records, 0 when it is
+ * another one, -errno when its identity cannot be read. */
+static int recorded_branch(const struct sfs_reg_table *t, int fd)
+{
+	struct sfs_reg_entry key = { .kind = SFS_REG_BRANCH };
+	unsigned hb = SFS_HANDLE_MAX;
+	int type, ret = sfs_fs_uuid(fd, key.fs_uuid);
+
+	if (!ret)
+		ret = sfs_fs_handle(fd, "", &type, key.handle, &hb);
+	if (ret)
+		return ret;
+	key.handle_type = type;
+	key.handle_bytes = (uint16_t)hb;
+	return sfs_reg_table_find(t, &key) != NULL;
+}
+
+/* --lower: opened before anything else (one that cannot be opened
+ * stops the check: a whiteout would look as if it hid nothing). */
+static int open_given_lowers(struct fsck *f)
+{
+	for (size_t i = 0; i < f->o->nlowers; i++) {
+		int ret = add_lower(f, f->o->lowers[i]);
+
+		if (ret) {
+			message(f, true, "lower branch %s: %s", f->o->lowers[i], strerror(-ret));
+			return ret;
+		}
+	}
+	f->lowers_known = f->lowers_trusted = true;
+	return 0;
+}
+
+/* --lower taken as given; one the registry does not record is judged
+ * against, but nothing it decides is repaired without --force. */
+static void verify_given_lowers(struct fsck *f)
+{
+	struct sfs_reg_table t;
+	bool records = load_branch_records(f, &t);
+
+	for (size_t i = 0; records && i < f->nlow; i++) {
+		if (recorded_branch(&t, f->low[i].fd) == 1)
+			continue;
+		if (f->o->force) {
+			message(f, false, "--lower %s is not a branch recorded in %s/%s: judged "
+				"against all the same (--force)", f->low[i].path,
+				SFS_METADIR_NAME, SFS_META_REGISTRY);
+			continue;
+		}
+		message(f, false, "--lower %s is not a branch recorded in %s/%s (never mounted "
+			"with this branch): whiteouts, origin records and index entries are "
+			"judged against it but not repaired (--force to repair)", f->low[i].path,
+			SFS_METADIR_NAME, SFS_META_REGISTRY);
+		f->lowers_trusted = false;
+	}
+	sfs_reg_table_free(&t);
+}
+
+/* One branch of lowers below this one: opened, and the very branch that
+ * was mounted (its identity in the registry), else an error saying that
+ * nothing is judged. 0 or -1. */
+static int recorded_lower(struct fsck *f, const struct sfs_reg_table *t, bool records,
+			  const char *path)
+{
+	static const char tail[] = "whiteouts, origin records and index entries are not "
+				   "checked against the lower branches (give them with --lower)";
+	int ret = add_lower(f, path);
+
+	if (ret) {
+		message(f, true, "lower branch %s (from %s/%s) %s: %s", path,
+			SFS_METADIR_NAME, SFS_META_LOWERS,
+			ret == -ENOENT ? "is missing" : "cannot be opened",
+			ret == -ENOENT ? tail : strerror(-ret));
+		return -1;
+	}
+	if (!records)
+		return 0;
+	ret = recorded_branch(t, f->low[f->nlow - 1].fd);
+	if (ret == 1)
+		return 0;
+	if (ret == 0)
+		message(f, true, "%s is not the lower branch of the last mount (its filesystem "
+			"UUID and root file handle are not in %s/%s: an empty mount point, "
+			"another directory in its place, or a record lost): %s", path, SFS_METADIR_NAME,
+			SFS_META_REGISTRY, tail);
+	else
+		message(f, true, "lower branch %s: its identity cannot be read: %s: %s", path,
+			strerror(-ret), tail);
+	return -1;
+}
+
+/* The lower branches: --lower, else those below this branch in lowers,
+ * each checked to be the branch that was mounted there. */
 static int find_lowers(struct fsck *f)
 {
 	struct sfs_lower *v = NULL;
+	struct sfs_reg_table t;
 	size_t n = 0, self;
+	bool records;
 	char err[256];
-	int ret;
 
 	if (f->o->lowers) {
-		for (size_t i = 0; i < f->o->nlowers; i++) {
-			ret = add_lower(f, f->o->lowers[i]);
-			if (ret) {
-				message(f, true, "lower branch %s: %s", f->o->lowers[i], strerror(-ret));
-				return ret;
-			}
-		}
-		f->lowers_known = f->lowers_trusted = true;
+		verify_given_lowers(f);
 		return 0;
 	}
 	if (f->meta_fd < 0 || sfs_meta_read_lowers(f->meta_fd, &v, &n, err, sizeof(err))) {
@@ -1061,6 +1174,7 @@ static int find_lowers(struct fsck *f)
 			SFS_METADIR_NAME, SFS_META_LOWERS);
 		return 0;
 	}
+	records = load_branch_records(f, &t);
 	for (self = 0; self < n && !same_dir(f->root_fd, v[self].path); self++)
 		;
 	if (self == n) {
@@ -1069,17 +1183,26 @@ static int find_lowers(struct fsck *f)
 			SFS_METADIR_NAME, SFS_META_LOWERS);
 		goto out;
 	}
-	for (size_t i = self + 1; i < n; i++) {
-		ret = add_lower(f, v[i].path);
-		if (ret) {
-			message(f, false, "lower branch %s (from %s/%s): %s: whiteouts and origin "
-				"records are not checked against lower branches",
-				v[i].path, SFS_METADIR_NAME, SFS_META_LOWERS, strerror(-ret));
-			goto out;
-		}
+	if (self + 1 == n) {
+		message(f, false, "the last mount had no branch below this one: whiteouts and "
+			"origin records are not checked against lower branches; give them with "
+			"--lower");
+		goto out;
 	}
-	f->lowers_known = f->lowers_trusted = true;
+	for (size_t i = self + 1; i < n; i++)
+		if (recorded_lower(f, &t, records, v[i].path))
+			goto out;
+	f->lowers_known = true;
+	/* without records the paths are all there is: reported, not repaired */
+	f->lowers_trusted = records || f->o->force;
+	if (!f->lowers_trusted)
+		message(f, false, "%s/%s %s: the branches of %s/%s cannot be checked against "
+			"it; what they decide is reported, not repaired (--force to repair)",
+			SFS_METADIR_NAME, SFS_META_REGISTRY,
+			f->reg_damaged ? "was damaged" : "records no branch",
+			SFS_METADIR_NAME, SFS_META_LOWERS);
 out:
+	sfs_reg_table_free(&t);
 	sfs_lowers_free(v, n);
 	return 0;
 }
@@ -1489,7 +1612,7 @@ static void check_aufs_name(struct fsck *f, int dfd, const char *name, const cha
 	}
 	has = lower_has(lf, target);
 	if (has == 0) {
-		p = found(f, SFS_PR_WH_NOTHING, true, path, NULL);
+		p = found(f, SFS_PR_WH_NOTHING, f->lowers_trusted, path, NULL);
 		if (p)
 			done(f, p, unlinkat(dfd, name, 0) < 0 ? -errno : 0);
 	}
@@ -1531,7 +1654,8 @@ static void check_entries(struct fsck *f, int dfd, const char *dpath, char **nam
 			check_aufs_name(f, dfd, name, path, &st, lf);
 		} else if (sfs_wh_is_chr_whiteout(&st)) {
 			if (lower_has(lf, name) == 0) {
-				p = found(f, SFS_PR_WH_NOTHING, true, path, "overlay whiteout");
+				p = found(f, SFS_PR_WH_NOTHING, f->lowers_trusted, path,
+					  "overlay whiteout");
 				if (p)
 					done(f, p, unlinkat(dfd, name, 0) < 0 ? -errno : 0);
 			}
@@ -1648,7 +1772,7 @@ int sfs_fsck_run(const struct sfs_fsck_opts *o, struct sfs_fsck_result *r)
 	memset(r, 0, sizeof(*r));
 	/* explicit lower branches that cannot be opened: check nothing, as
 	 * a whiteout would look as if it hid nothing */
-	if (o->lowers && find_lowers(&f))
+	if (o->lowers && open_given_lowers(&f))
 		goto out;
 	if (open_meta(&f) == 0) {
 		check_header(&f);
@@ -1659,7 +1783,7 @@ int sfs_fsck_run(const struct sfs_fsck_opts *o, struct sfs_fsck_result *r)
 		}
 	}
 	/* the index is judged against the lower branches too */
-	if (!f.stop && !o->lowers)
+	if (!f.stop)
 		find_lowers(&f);
 	if (f.meta_fd >= 0 && !f.stop) {
 		if (!f.v0)

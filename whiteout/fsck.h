@@ -92,6 +92,9 @@ struct sfs_fsck_opts {
 	const char *branch;         /* the path given, for messages */
 	int root_fd;                /* O_PATH|O_DIRECTORY of the branch root */
 	bool repair;
+	/* repair what lower branches decide even when they are not the
+	 * recorded ones (--force) */
+	bool force;
 	/* lower branches, highest first (--lower), or NULL: those below
 	 * the branch in .stackfs/lowers */
 	const char *const *lowers;
