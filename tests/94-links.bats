@@ -239,6 +239,9 @@ reuse_ino() {
 	rm "$LO/h1" "$LO/h2"
 	reuse_ino "$old_ino" "$LO" h2
 	ln "$LO/h2" "$LO/h3"
+	# diff reads the index as the daemon does: the new files did not change
+	run -0 "$SFS" diff "$UP"
+	assert_output "A /h1"
 	sfs_mount "$UP:$LO" "$MNT"
 	run -0 cat "$MNT/h1" "$MNT/h2" "$MNT/h3"
 	assert_output $'old\nwritten\nnew\nnew'
