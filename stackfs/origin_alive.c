@@ -7,8 +7,8 @@
  * open_by_handle_at may read the lower inode from disk, so the verdict is
  * cached per record (filesystem, handle, number) for the mount: branches
  * do not change behind a live mount, and a branch change (a new snapshot
- * generation) empties the cache. The cache is direct-mapped and bounded:
- * a miss only costs the check again. */
+ * generation) empties the cache. The cache is 4-way set-associative and
+ * bounded: a miss only costs the check again. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -18,6 +18,8 @@
 #include "stackfs/stackfs.h"
 
 #define ALIVE_SLOTS 4096u          /* a power of two; about 700 KiB */
+#define ALIVE_WAYS 4u              /* slots per set: direct-mapped lost a
+				    * third of 2,000 records to collisions */
 
 struct alive_slot {
 	bool used, alive;
@@ -41,13 +43,14 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
-static size_t slot_of(const struct sfs_origin *o)
+/* The first slot of the record's set. */
+static size_t set_of(const struct sfs_origin *o)
 {
 	uint64_t h = fnv(0xcbf29ce484222325ull, o->fs_uuid, 16);
 
 	h = fnv(h, &o->ino, sizeof(o->ino));
 	h = fnv(h, o->handle, o->handle_bytes);
-	return (size_t)(h ^ (h >> 32)) & (ALIVE_SLOTS - 1);
+	return ((size_t)(h ^ (h >> 32)) & (ALIVE_SLOTS / ALIVE_WAYS - 1)) * ALIVE_WAYS;
 }
 
 static bool slot_is(const struct alive_slot *s, const struct sfs_origin *o)
@@ -61,6 +64,7 @@ static bool slot_is(const struct alive_slot *s, const struct sfs_origin *o)
 /* 1 cached alive, 0 cached stale, -1 not cached. */
 static int cache_get(unsigned gen, const struct sfs_origin *o)
 {
+	size_t set = set_of(o);
 	int ret = -1;
 
 	pthread_mutex_lock(&alive_mu);
@@ -68,14 +72,17 @@ static int cache_get(unsigned gen, const struct sfs_origin *o)
 		memset(alive_tab, 0, ALIVE_SLOTS * sizeof(*alive_tab));
 		alive_gen = gen;
 	}
-	if (alive_tab && slot_is(&alive_tab[slot_of(o)], o))
-		ret = alive_tab[slot_of(o)].alive;
+	for (size_t w = 0; alive_tab && w < ALIVE_WAYS && ret < 0; w++)
+		if (slot_is(&alive_tab[set + w], o))
+			ret = alive_tab[set + w].alive;
 	pthread_mutex_unlock(&alive_mu);
 	return ret;
 }
 
 static void cache_put(unsigned gen, const struct sfs_origin *o, bool alive)
 {
+	static unsigned victim;
+	size_t set = set_of(o), w;
 	struct alive_slot *s;
 
 	pthread_mutex_lock(&alive_mu);
@@ -84,7 +91,11 @@ static void cache_put(unsigned gen, const struct sfs_origin *o, bool alive)
 		alive_gen = gen;
 	}
 	if (alive_tab && alive_gen == gen) {
-		s = &alive_tab[slot_of(o)];
+		for (w = 0; w < ALIVE_WAYS && alive_tab[set + w].used; w++)
+			;
+		if (w == ALIVE_WAYS)
+			w = victim++ % ALIVE_WAYS;   /* a full set: round robin */
+		s = &alive_tab[set + w];
 		s->used = true;
 		s->alive = alive;
 		memcpy(s->fs_uuid, o->fs_uuid, 16);
