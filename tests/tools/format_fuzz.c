@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -75,6 +76,32 @@ static unsigned failures;
 
 /* ------------------------------------------------------------ parsers */
 
+/* The inomap loader (chunked reads from a file) must agree with the
+ * buffer parser on any bytes. */
+static void ino_load_same(const uint8_t *buf, size_t len)
+{
+	struct sfs_ino_table t1, t2;
+	size_t keep1, keep2, flen;
+	bool bad1, bad2;
+	char err[256];
+	int fd = memfd_create("inomap", MFD_CLOEXEC), r1, r2;
+
+	if (fd < 0)
+		return;
+	if (write(fd, buf, len) == (ssize_t)len) {
+		r1 = sfs_ino_parse(buf, len, &t1, &keep1, &bad1, err, sizeof(err));
+		r2 = sfs_ino_load(fd, &t2, &keep2, &flen, &bad2, err, sizeof(err));
+		CHECK(r1 == r2 && (r1 || (keep1 == keep2 && bad1 == bad2 && flen == len &&
+					  t1.count == t2.count && t1.nrec == t2.nrec)),
+		      "inomap load %d, parse %d", r2, r1);
+		if (!r1)
+			sfs_ino_table_free(&t1);
+		if (!r2)
+			sfs_ino_table_free(&t2);
+	}
+	close(fd);
+}
+
 /* Every parser on buf; the result is not judged, only survived (and
  * whatever a success returns must be consistent). */
 static void parse_all(const uint8_t *buf, size_t len)
@@ -102,6 +129,7 @@ static void parse_all(const uint8_t *buf, size_t len)
 		CHECK(keep <= len && keep % SFS_INO_REC_SIZE == 0, "inomap keep %zu of %zu", keep, len);
 		sfs_ino_table_free(&it);
 	}
+	ino_load_same(copy, len);
 	if (sfs_origin_decode(copy, len, &o) == 1)
 		CHECK(o.handle_bytes <= SFS_ORIGIN_HANDLE_MAX, "origin handle bytes");
 	if (sfs_lowers_parse((const char *)copy, len, &lv, &ln, err, sizeof(err)) == 0) {
