@@ -793,7 +793,7 @@ static void check_lowers_file(struct fsck *f)
 	char err[256];
 	uint8_t *buf;
 	size_t len, n;
-	int ret = sfs_meta_read_file(f->meta_fd, SFS_META_LOWERS, 1u << 20, &buf, &len);
+	int ret = sfs_meta_read_file(f->meta_fd, SFS_META_LOWERS, SFS_LOWERS_MAX, &buf, &len);
 
 	if (ret == -ENOENT)
 		return;
