@@ -230,6 +230,7 @@ static const struct option long_opts[] = {
 	{ "repair", no_argument, NULL, 'r' },
 	{ "json", no_argument, NULL, 'j' },
 	{ "lower", required_argument, NULL, 'l' },
+	{ "force", no_argument, NULL, 'f' },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -240,7 +241,7 @@ static int run_fsck(int argc, char **argv)
 	struct sfs_fsck_opts fo = { 0 };
 	const char **lowers = NULL;
 	size_t nlowers = 0;
-	bool in_use = false;
+	bool in_use = false, force = false;
 	int c, status, root_fd = -1, lock_fd = -1;
 	pid_t holder;
 
@@ -250,6 +251,9 @@ static int run_fsck(int argc, char **argv)
 		switch (c) {
 		case 'r':
 			o.repair = true;
+			break;
+		case 'f':
+			force = true;
 			break;
 		case 'j':
 			o.json = true;
@@ -323,6 +327,7 @@ static int run_fsck(int argc, char **argv)
 	fo.branch = o.branch;
 	fo.root_fd = root_fd;
 	fo.repair = o.repair;
+	fo.force = force;
 	fo.lowers = lowers;
 	fo.nlowers = nlowers;
 	fo.report = on_report;
@@ -355,7 +360,7 @@ out:
 const struct sfs_cmd sfs_cmd_fsck = {
 	.name = "fsck",
 	.run = run_fsck,
-	.usage = "usage: stackfs fsck [--repair] [--json] [--lower DIR]... BRANCH",
+	.usage = "usage: stackfs fsck [--repair [--force]] [--json] [--lower DIR]... BRANCH",
 	.summary = "Check (and repair) a branch's metadata and whiteouts",
 	.help =
 		"Checks the metadata directory .stackfs of BRANCH (header, registry,\n"
@@ -366,7 +371,10 @@ const struct sfs_cmd sfs_cmd_fsck = {
 		"               use by a mounted stackfs)\n"
 		"  --json       print the result as one JSON object on stdout\n"
 		"  --lower DIR  a branch below BRANCH, highest first (repeat); default:\n"
-		"               those below it in the last mount (.stackfs/lowers)\n"
+		"               those below it in the last mount (.stackfs/lowers), each\n"
+		"               checked to be the branch that was mounted (registry)\n"
+		"  --force      repair what lower branches decide also when they are\n"
+		"               not branches the registry records\n"
 		"\n"
 		"Exit status (ORed, like e2fsck): 0 clean, 1 problems fixed, 4 problems\n"
 		"left, 8 usage or operational error.\n",

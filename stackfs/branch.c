@@ -342,6 +342,27 @@ static int meta_open(struct sfs_branch *b, unsigned idx, int style, bool upgrade
 	return 0;
 }
 
+/* Every branch below a rw branch gets a record in that branch's own
+ * registry too (the highest rw branch's has them all already): fsck
+ * checks that the directories its lowers names are those branches. */
+static void register_below(struct sfs_snap *s)
+{
+	for (unsigned i = 0; i < s->n; i++) {
+		if (!s->b[i]->meta || s->b[i]->meta == s->reg)
+			continue;
+		for (unsigned j = i + 1; j < s->n; j++) {
+			uint8_t handle[SFS_HANDLE_MAX];
+			unsigned hbytes = sizeof(handle);
+			uint32_t id;
+			int htype;
+
+			if (sfs_fs_handle(s->b[j]->root_fd, "", &htype, handle, &hbytes) == 0)
+				sfs_meta_branch_id(s->b[i]->meta, s->b[j]->fs_uuid, htype, handle,
+						   hbytes, &id);
+		}
+	}
+}
+
 /* Records the branch list in every rw branch, for fsck. */
 static void write_lowers(struct sfs_snap *s)
 {
@@ -349,6 +370,7 @@ static void write_lowers(struct sfs_snap *s)
 
 	if (!v)
 		return;
+	register_below(s);
 	for (unsigned i = 0; i < s->n; i++) {
 		v[i].path = s->b[i]->path;
 		v[i].rw = s->b[i]->mode == SFS_BRANCH_RW;

@@ -228,7 +228,7 @@ static int indexed_copy(const struct sfs_stack *st, const struct stat *src)
 		return fcntl(st->l[0].fd, F_DUPFD_CLOEXEC, 0);
 	if (!S_ISREG(src->st_mode) || src->st_nlink < 2)
 		return -1;
-	return sfs_index_open(st->snap, src->st_dev, src->st_ino);
+	return sfs_index_open_of(st->snap, st->l[0].fd, src);
 }
 
 /* Places an existing copy at dirfd/name: a hard link, no data copied. */
@@ -262,7 +262,7 @@ static int stage_copy(const struct sfs_stack *st, const struct sfs_layer *sl,
 	}
 	ret = set_origin(st, sl->fd, name, workfd, tmp);
 	if (ret == 0 && S_ISREG(src->st_mode) && src->st_nlink > 1)
-		ret = sfs_index_link(st->snap, src->st_dev, src->st_ino, workfd, tmp);
+		ret = sfs_index_link(st->snap, st->l[0].fd, src, workfd, tmp);
 	if (ret < 0) {
 		unlinkat(workfd, tmp, S_ISDIR(src->st_mode) ? AT_REMOVEDIR : 0);
 		tmp[0] = '\0';

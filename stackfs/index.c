@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "stackfs/stackfs.h"
@@ -45,18 +46,74 @@ int sfs_index_open(const struct sfs_snap *s, uint64_t dev, uint64_t ino)
 	return sfs_path_fd(dfd, name);
 }
 
-int sfs_index_link(const struct sfs_snap *s, uint64_t dev, uint64_t ino,
+/* 1 when the index entry fd is the copy of the lower entry lower_fd: its
+ * origin record names it (or it has none to say otherwise); 0 stale. */
+static int index_is_copy_of(int fd, int lower_fd)
+{
+	struct sfs_origin o;
+	int ret = sfs_origin_get(fd, "", &o);
+
+	if (ret != 1)
+		return ret < 0 && ret != -EUCLEAN ? ret : 1;
+	return sfs_origin_names(&o, lower_fd, "");
+}
+
+int sfs_index_open_of(const struct sfs_snap *s, int lower_fd, const struct stat *lst)
+{
+	int fd = sfs_index_open(s, lst->st_dev, lst->st_ino), ret;
+
+	if (fd < 0)
+		return fd;
+	ret = index_is_copy_of(fd, lower_fd);
+	if (ret == 1)
+		return fd;
+	close(fd);
+	return ret < 0 ? ret : -ENOENT;
+}
+
+/* Puts work/tmp at the index name in place of a stale entry: linked to a
+ * second staging name, renamed over it in one step. The stale entry's
+ * data stays with the names the old copy was placed under; no lower
+ * name shows it any more. */
+static int index_replace(int dfd, const char *name, int workfd, const char *tmp)
+{
+	char tmp2[80];
+	int ret = 0;
+
+	snprintf(tmp2, sizeof(tmp2), "%s.idx", tmp);
+	if (linkat(workfd, tmp, workfd, tmp2, 0) < 0)
+		return -errno;
+	if (renameat(workfd, tmp2, dfd, name) < 0) {
+		ret = -errno;
+		unlinkat(workfd, tmp2, 0);
+	}
+	return ret;
+}
+
+int sfs_index_link(const struct sfs_snap *s, int lower_fd, const struct stat *lst,
 		   int workfd, const char *tmp)
 {
-	int dfd = index_dir(s);
+	int dfd = index_dir(s), fd, ret;
 	char name[32];
 
 	if (dfd < 0)
 		return 0; /* no index: the link breaks at copy-up */
-	sfs_index_name(name, fs_id_of_dev(s, dev), ino);
-	if (linkat(workfd, tmp, dfd, name, 0) < 0)
+	sfs_index_name(name, fs_id_of_dev(s, lst->st_dev), lst->st_ino);
+	if (linkat(workfd, tmp, dfd, name, 0) == 0)
+		return 0;
+	if (errno != EEXIST)
 		return -errno;
-	return 0;
+	/* an entry the copy-up did not use: stale, or not ours to replace */
+	fd = sfs_path_fd(dfd, name);
+	if (fd < 0)
+		return fd == -ENOENT ? -EEXIST : fd;
+	ret = index_is_copy_of(fd, lower_fd);
+	close(fd);
+	if (ret != 0)
+		return ret < 0 ? ret : -EEXIST;
+	sfs_log(SFS_LOG_INFO, "index entry %s was the copy of a lower file that no longer "
+		"exists: replaced", name);
+	return index_replace(dfd, name, workfd, tmp);
 }
 
 uint32_t sfs_index_nlink(uint32_t lower, uint32_t upper)

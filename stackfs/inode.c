@@ -105,7 +105,9 @@ int sfs_origin_identity(const struct sfs_snap *snap, int dirfd, const char *name
 		return 0;
 	*dev = o.version == 1 ? o.dev : sfs_dev_of_uuid(snap, o.fs_uuid);
 	*ino = o.ino;
-	return *dev != 0;
+	if (!*dev)
+		return 0;
+	return sfs_origin_alive(snap, &o) ? 1 : -ESTALE;
 }
 
 void sfs_stat_fill(const struct sfs_node *n, const struct sfs_stack *st,

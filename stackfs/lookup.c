@@ -109,6 +109,22 @@ static void resolve_linked_copy(struct resolve *r, const struct sfs_snap *s,
 	close(fd);
 }
 
+/* A copy whose origin is gone (the lower file was replaced offline) is
+ * its own inode; the index link it may still have (until fsck removes
+ * it) is no name of the view, so it is not counted. */
+static void resolve_stale_copy(struct resolve *r, const struct sfs_snap *s,
+			       uint64_t dev, uint64_t ino)
+{
+	struct stat st;
+	int fd = sfs_index_open(s, dev, ino);
+
+	if (fd < 0)
+		return;
+	if (sfs_fstat(fd, &st) == 0 && st.st_ino == r->top.st_ino && st.st_dev == r->top.st_dev)
+		r->nlink = 1;   /* shown: the copy's links but the index one */
+	close(fd);
+}
+
 /* A copied-up entry keeps the identity of its origin. Only an entry of a
  * rw branch with branches below it can be a copy, but its parent may have
  * no lower layers (a copy moved to a new directory); a directory's own
@@ -118,6 +134,7 @@ static int resolve_origin(struct resolve *r, const struct sfs_stack *dst,
 {
 	const struct sfs_layer *pl;
 	uint64_t dev, ino;
+	int ret;
 
 	if ((S_ISDIR(r->top.st_mode) ? !r->dir_origin : r->n != 1) ||
 	    r->found[0].bidx + 1 >= dst->snap->n ||
@@ -126,11 +143,14 @@ static int resolve_origin(struct resolve *r, const struct sfs_stack *dst,
 	pl = sfs_stack_in(dst, r->found[0].bidx);
 	if (!pl)
 		return 0;
-	if (sfs_origin_identity(dst->snap, pl->fd, name, &dev, &ino)) {
+	ret = sfs_origin_identity(dst->snap, pl->fd, name, &dev, &ino);
+	if (ret > 0) {
 		r->id.st_dev = (dev_t)dev;
 		r->id.st_ino = (ino_t)ino;
 		if (S_ISREG(r->top.st_mode) && r->top.st_nlink > 1)
 			resolve_linked_copy(r, dst->snap, pl->fd, name);
+	} else if (ret == -ESTALE && S_ISREG(r->top.st_mode) && r->top.st_nlink > 1) {
+		resolve_stale_copy(r, dst->snap, dev, ino);
 	}
 	return 0;
 }
@@ -147,7 +167,7 @@ static int resolve_index(struct resolve *r, const struct sfs_stack *dst)
 	if (r->n != 1 || !S_ISREG(r->top.st_mode) || r->top.st_nlink < 2 ||
 	    s->top_rw < 0 || (int)r->found[0].bidx <= s->top_rw)
 		return 0;
-	fd = sfs_index_open(s, r->top.st_dev, r->top.st_ino);
+	fd = sfs_index_open_of(s, r->found[0].fd, &r->top);
 	if (fd < 0)
 		return fd == -ENOENT ? 0 : fd;
 	if (sfs_fstat(fd, &st) < 0) {

@@ -83,7 +83,7 @@ static uint64_t entry_ino(const struct merge *m, int dirfd, unsigned bidx,
 	uint64_t dev = m->snap->b[bidx]->dev, odev, oino;
 
 	if (bidx + 1 < m->snap->n && m->snap->b[bidx]->mode == SFS_BRANCH_RW &&
-	    sfs_origin_identity(m->snap, dirfd, name, &odev, &oino))
+	    sfs_origin_identity(m->snap, dirfd, name, &odev, &oino) > 0)
 		return sfs_ino_of(m->snap, odev, oino);
 	return sfs_ino_of(m->snap, dev, real_ino);
 }

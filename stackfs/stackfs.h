@@ -181,9 +181,17 @@ uint64_t sfs_dev_of_uuid(const struct sfs_snap *snap, const uint8_t uuid[16]);
 /* The link count of the lower file a copy's origin names (1 if gone). */
 uint32_t sfs_origin_nlink(const struct sfs_snap *snap, int dirfd, const char *name);
 /* The identity (st_dev, st_ino) a copy's origin record names: 1 when
- * dirfd/name has a record of a filesystem of the mount, else 0. */
+ * dirfd/name has a record of a filesystem of the mount, else 0; -ESTALE
+ * (*dev and *ino set all the same) when the lower inode it names is gone
+ * (its number may be another file's now): the copy is its own identity. */
 int sfs_origin_identity(const struct sfs_snap *snap, int dirfd, const char *name,
 			uint64_t *dev, uint64_t *ino);
+
+/* ---- origin_alive.c: is an origin's lower inode still there ---------- */
+/* false only when the record's file handle no longer opens an inode of
+ * that number (open_by_handle_at, the verdict cached for the mount);
+ * true also when it cannot be known (an old record, no handle). */
+bool sfs_origin_alive(const struct sfs_snap *snap, const struct sfs_origin *o);
 int sfs_node_getattr(struct sfs_node *n, struct stat *out);
 extern double sfs_timeout;
 
@@ -191,8 +199,14 @@ extern double sfs_timeout;
 void sfs_index_name(char buf[32], uint32_t fs_id, uint64_t ino);
 /* O_PATH fd of the index entry of a lower inode, or -ENOENT. */
 int sfs_index_open(const struct sfs_snap *s, uint64_t dev, uint64_t ino);
-/* Links a staged copy of a lower inode into the index. */
-int sfs_index_link(const struct sfs_snap *s, uint64_t dev, uint64_t ino,
+/* The same for the lower entry lower_fd (stat lst), only when the entry
+ * is its copy: one whose origin record names another inode (the lower
+ * file was replaced offline by one that reuses its number) is stale and
+ * not used (-ENOENT). */
+int sfs_index_open_of(const struct sfs_snap *s, int lower_fd, const struct stat *lst);
+/* Links a staged copy of the lower entry lower_fd (stat lst) into the
+ * index, replacing a stale entry of that name. */
+int sfs_index_link(const struct sfs_snap *s, int lower_fd, const struct stat *lst,
 		   int workfd, const char *tmp);
 /* The link count to show for an indexed copy. */
 uint32_t sfs_index_nlink(uint32_t lower, uint32_t upper);

@@ -261,3 +261,53 @@ for i in range(1, len(d) // 32):
 	sfs_mount "$UP:$LO=ro" "$MNT"
 	(( $(stat -c %s "$UP/.stackfs/inomap") % 32 == 0 )) || fail "tail not cut"
 }
+
+# bounded CMD...: runs CMD with 20 s and 1 GiB of address space at most
+# (ASan reserves terabytes of shadow: no address limit there), its peak
+# RSS (KiB) in $rss; stdout in $output, stderr in $stderr (of `run`).
+# rss_max: the RSS a run may reach (an ASan build has its own overhead).
+bounded() {
+	local vlimit='ulimit -v 1048576;'
+	grep -q __asan_init "$SFSD" 2>/dev/null && vlimit=
+	run --separate-stderr timeout 20 /usr/bin/time -f 'rss=%M' -o "$BATS_TEST_TMPDIR/time" \
+		bash -c "$vlimit"' exec "$@"' bounded "$@"
+	rss=$(sed -n 's/^rss=//p' "$BATS_TEST_TMPDIR/time")
+	((status != 124)) || fail "$* did not finish within 20 s"
+}
+rss_max() {
+	if grep -q __asan_init "$SFSD" 2>/dev/null; then echo 262144; else echo 65536; fi
+}
+
+@test "a sparse inomap of 1 TiB, an oversized registry: mount refuses at once naming the limit, fsck reports it, memory stays small" {
+	sfs_require_cmd timeout
+	[[ -x /usr/bin/time ]] || skip "needs /usr/bin/time"
+	local f size
+	sfs_mount "$UP:$LO=ro" "$MNT"
+	"$SFS" umount "$MNT"
+	for f in inomap registry; do
+		cp -a "$UP/.stackfs/$f" "$T/$f.good"
+		truncate -s 1T "$UP/.stackfs/$f"
+		size=$(stat -c %s "$UP/.stackfs/$f")
+		sfs_record stackfs "$MNT"
+		bounded "$SFS" mount "$UP:$LO=ro" "$MNT"
+		((status != 0)) || fail "mounted with a 1 TiB $f"
+		sfs_is_mounted "$MNT" && fail "$MNT got mounted"
+		((${#stderr_lines[@]} == 1)) || fail "message is not one line: $stderr"
+		[[ $stderr == *"$UP"* && $stderr == *".stackfs/$f"* && $stderr == *limit* ]] ||
+			fail "message does not name the branch, $f and the limit: $stderr"
+		((rss < $(rss_max))) || fail "mount's RSS was $rss KiB"
+		bounded "$SFS" fsck "$UP"
+		((status == 4)) || fail "fsck exit $status: $output $stderr"
+		[[ $output == *"/.stackfs/$f: "*"[META_TOO_LARGE]"* ]] || fail "fsck: $output"
+		((rss < $(rss_max))) || fail "fsck's RSS was $rss KiB"
+		[[ $(stat -c %s "$UP/.stackfs/$f") == "$size" ]] || fail "$f changed"
+		mv "$T/$f.good" "$UP/.stackfs/$f"
+	done
+	truncate -s 1T "$UP/.stackfs/lowers"
+	bounded "$SFS" fsck "$UP"
+	((status == 4)) || fail "fsck exit $status: $output $stderr"
+	[[ $output == *"/.stackfs/lowers: "*"[LOWERS_BAD]"* ]] || fail "fsck: $output"
+	((rss < $(rss_max))) || fail "fsck's RSS was $rss KiB"
+	sfs_mount "$UP:$LO=ro" "$MNT"
+	[[ $(cat "$MNT/l") == lo ]]
+}

@@ -140,7 +140,12 @@ hold_lock() {
 	fmt_flip_bit "$UP/.stackfs/registry" $((3 * 168 + 40)) 5
 	run "$FMT" check "$UP"
 	assert_output --partial "record 3 is corrupt (checksum mismatch)"
-	fsck_twice "$UP" REG_CRC
+	# the record lost is LO's: until a mount records LO again, fsck cannot
+	# tell it from another directory at that path (exit 8) unless told
+	fsck_twice "$UP" REG_CRC --lower "$LO"
+	run_fsck "$UP"
+	assert_fsck_status 8
+	assert_output --partial "is not the lower branch of the last mount"
 	run fmt_registry_records "$UP/.stackfs/registry"
 	assert_output "$(printf 'head_ok 2 3\n1 1 crc_ok\n2 1 crc_ok')"
 	# LO comes back as a new branch: id 3, not 2
@@ -524,6 +529,72 @@ EOF
 	assert_fsck_status 0
 	assert_output --partial "lower branches are unknown"
 	[[ -e $UP/.wh.nothing-below ]]
+}
+
+@test "the recorded lower branch missing, or an empty directory in its place: no whiteout removed, exit 8, a message" {
+	touch "$UP/.wh.f" "$UP/.wh.gone" "$UP/.wh.nothing-below"
+	mknod "$UP/d" c 0 0
+	sfs_snapshot "$UP"
+	mv "$LO" "$T/lower.away"
+	run_fsck --repair "$UP"
+	assert_fsck_status 8
+	assert_output --partial "is missing"
+	sfs_assert_unchanged "$UP"
+	mkdir "$LO"          # what an unmounted lower leaves: its mount point
+	run_fsck --repair "$UP"
+	assert_fsck_status 8
+	assert_output --partial "is not the lower branch of the last mount"
+	refute_output --partial "[WH_NOTHING]"
+	sfs_assert_unchanged "$UP"
+	run --separate-stderr "$SFS" fsck --json --repair "$UP"
+	assert_fsck_status 8
+	python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["exit"]==8 and d["fixed"]==0 and d["lowers"] is None and d["errors"], d' "$output"
+	sfs_assert_unchanged "$UP"
+	# the real one back: the whiteouts hide what they hid; only the one
+	# that hides nothing goes
+	rmdir "$LO"
+	mv "$T/lower.away" "$LO"
+	run_fsck --repair "$UP"
+	assert_fsck_status 1
+	[[ -e $UP/.wh.f && -e $UP/.wh.gone && -c $UP/d && ! -e $UP/.wh.nothing-below ]] ||
+		fail "$(ls -la "$UP")"
+}
+
+@test "--lower that the registry does not record: judged, reported, not repaired without --force" {
+	touch "$UP/.wh.f"
+	mkdir "$T/other"
+	sfs_snapshot "$UP"
+	run_fsck --repair --lower "$T/other" "$UP"
+	assert_fsck_status 4
+	assert_output --partial "not a branch recorded"
+	assert_output --partial "[WH_NOTHING]"
+	sfs_assert_unchanged "$UP"
+	run_fsck --repair --lower "$LO" "$UP"
+	assert_fsck_status 0
+	run_fsck --repair --force --lower "$T/other" "$UP"
+	assert_fsck_status 1
+	[[ ! -e $UP/.wh.f ]] || fail "--force did not repair"
+}
+
+@test "the last mount had no branch below: whiteouts are not judged (note)" {
+	touch "$UP/.wh.f"
+	rm -rf "$UP/.stackfs"
+	fmt_mkmeta "$UP"
+	sfs_snapshot "$UP"
+	run_fsck --repair "$UP"
+	assert_fsck_status 0
+	assert_output --partial "no branch below"
+	sfs_assert_unchanged "$UP"
+}
+
+@test "mounted: a rw branch below the highest one is checked against its own lower branches" {
+	mkdir "$T/up2"
+	sfs_mount "$UP:$T/up2=rw:$LO=ro" "$MNT"
+	"$SFS" umount "$MNT"
+	touch "$T/up2/.wh.f" "$T/up2/.wh.nothing-below"
+	run_fsck --repair "$T/up2"
+	assert_fsck_status 1
+	[[ -e $T/up2/.wh.f && ! -e $T/up2/.wh.nothing-below ]] || fail "$(ls -A "$T/up2")"
 }
 
 # ------------------------------------------------------------ version 0

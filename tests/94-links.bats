@@ -207,3 +207,88 @@ remount() {
 	[[ $(stat -c '%n %i' "$MNT"/d/*) == "$before" ]] || fail "allocated numbers changed after a remount"
 	unset STACKFS_TEST_PACK_BITS
 }
+
+# reuse_ino INO DIR NAME: makes DIR/NAME a new file with inode number INO
+# (freshly freed: ext4 and XFS hand the lowest free number of the group
+# or chunk out again), trying up to 200 files; the others are removed.
+# Skips the test when the number was not given out again.
+reuse_ino() {
+	local want=$1 dir=$2 name=$3 i
+	for ((i = 0; i < 200; i++)); do
+		echo new >"$dir/.try$i"
+		if [[ $(stat -c %i "$dir/.try$i") == "$want" ]]; then
+			mv "$dir/.try$i" "$dir/$name"
+			rm -f "$dir"/.try*
+			return 0
+		fi
+	done
+	rm -f "$dir"/.try*
+	skip "$SFS_FS did not give inode number $want out again in 200 new files"
+}
+
+@test "a lower pair replaced offline by a new pair with the same inode number: the new files show their own data; fsck removes the stale index entry, no data lost" {
+	echo old >"$LO/h1"
+	ln "$LO/h1" "$LO/h2"
+	local old_ino
+	old_ino=$(stat -c %i "$LO/h1")
+	sfs_mount "$UP:$LO" "$MNT"
+	echo written >>"$MNT/h1"   # h1 is copied up, into the index too
+	[[ $(cat "$MNT/h2") == $'old\nwritten' ]] || fail "h2 does not show the copy"
+	"$SFS" umount "$MNT"
+	# offline: the pair goes, a new pair takes its inode number
+	rm "$LO/h1" "$LO/h2"
+	reuse_ino "$old_ino" "$LO" h2
+	ln "$LO/h2" "$LO/h3"
+	# diff reads the index as the daemon does: the new files did not change
+	run -0 "$SFS" diff "$UP"
+	assert_output "A /h1"
+	sfs_mount "$UP:$LO" "$MNT"
+	run -0 cat "$MNT/h1" "$MNT/h2" "$MNT/h3"
+	assert_output $'old\nwritten\nnew\nnew'
+	run -0 stat -c '%i %h' "$MNT/h1" "$MNT/h2" "$MNT/h3"
+	[[ ${lines[1]} == "${lines[2]}" ]] || fail "h2 and h3 are not one inode: $output"
+	[[ ${lines[0]%% *} != "${lines[1]%% *}" ]] || fail "h1 has the new files' st_ino: $output"
+	[[ ${lines[0]} == *" 1" && ${lines[1]} == *" 2" ]] || fail "link counts: $output"
+	"$SFS" umount "$MNT"
+	# fsck: the index entry and h1's origin are stale; repair keeps h1's data
+	run "$SFS" fsck "$UP"
+	((status == 4)) || fail "fsck exit $status: $output"
+	assert_output --partial "[INDEX_STALE]"
+	assert_output --partial "[ORIGIN_DANGLING]"
+	run "$SFS" fsck --repair "$UP"
+	((status == 1)) || fail "fsck --repair exit $status: $output"
+	run "$SFS" fsck "$UP"
+	((status == 0)) || fail "second fsck exit $status: $output"
+	[[ -z $(ls -A "$UP/.stackfs/index") ]] || fail "index: $(ls -A "$UP/.stackfs/index")"
+	sfs_mount "$UP:$LO" "$MNT"
+	run -0 cat "$MNT/h1" "$MNT/h2" "$MNT/h3"
+	assert_output $'old\nwritten\nnew\nnew'
+	# a write through a new name copies up and links the index anew
+	echo more >>"$MNT/h2"
+	run -0 cat "$MNT/h1" "$MNT/h3"
+	assert_output $'old\nwritten\nnew\nmore'
+}
+
+@test "a stale index entry (the lower pair replaced offline, same inode number) is replaced at the next copy-up, not shown" {
+	echo old >"$LO/h1"
+	ln "$LO/h1" "$LO/h2"
+	local old_ino
+	old_ino=$(stat -c %i "$LO/h1")
+	sfs_mount "$UP:$LO" "$MNT"
+	echo written >>"$MNT/h1"
+	"$SFS" umount "$MNT"
+	rm "$LO/h1" "$LO/h2"
+	reuse_ino "$old_ino" "$LO" n1
+	ln "$LO/n1" "$LO/n2"
+	sfs_mount "$UP:$LO" "$MNT"
+	run -0 cat "$MNT/n1" "$MNT/n2"
+	assert_output $'new\nnew'
+	echo more >>"$MNT/n1"
+	run -0 cat "$MNT/n1" "$MNT/n2" "$MNT/h1"
+	assert_output $'new\nmore\nnew\nmore\nold\nwritten'
+	[[ $(ino "$MNT/n1") == "$(ino "$MNT/n2")" && $(ino "$MNT/n1") != "$(ino "$MNT/h1")" ]] ||
+		fail "st_ino: $(ino "$MNT/n1" "$MNT/n2" "$MNT/h1")"
+	remount "$UP:$LO"
+	run -0 cat "$MNT/n2" "$MNT/h1"
+	assert_output $'new\nmore\nold\nwritten'
+}

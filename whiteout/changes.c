@@ -568,6 +568,15 @@ static const struct sfs_ch_index *index_find(const struct sfs_ch_union *u, unsig
 	return NULL;
 }
 
+/* The index entry fd is the copy of the lower entry lower_fd (as the
+ * daemon decides it: sfs_origin_names). */
+static bool index_is_copy_of(int fd, int lower_fd)
+{
+	struct sfs_origin o;
+
+	return sfs_origin_get(fd, "", &o) == 1 && sfs_origin_names(&o, lower_fd, "") == 1;
+}
+
 int sfs_ch_lookup(struct sfs_ch_union *u, const struct sfs_ch_stack *dst,
 		  const char *name, bool use_index, struct sfs_ch_stack **out)
 {
@@ -620,7 +629,10 @@ int sfs_ch_lookup(struct sfs_ch_union *u, const struct sfs_ch_stack *dst,
 		struct stat ist;
 		int fd = e ? openat(u->index_fd, e->name, O_PATH | O_NOFOLLOW | O_CLOEXEC) : -1;
 
-		if (fd >= 0 && ch_stat(fd, &ist, NULL) == 0 && S_ISREG(ist.st_mode)) {
+		/* an entry whose origin names another inode (the lower file was
+		 * replaced offline by one reusing its number) is stale */
+		if (fd >= 0 && ch_stat(fd, &ist, NULL) == 0 && S_ISREG(ist.st_mode) &&
+		    index_is_copy_of(fd, st->l[0].fd)) {
 			st->indexed = true;
 			st->index_fd = fd;
 			snprintf(st->index_name, sizeof(st->index_name), "%s", e->name);

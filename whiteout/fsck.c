@@ -12,6 +12,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,11 +57,17 @@ struct fsck {
 	struct lower_br *low;
 	size_t nlow;
 	bool lowers_known;
+	bool reg_damaged;        /* fsck found the registry damaged */
+	bool lowers_trusted;     /* verified against the records (or --force):
+				  * what they show may be repaired */
 	bool handle_warned;
 	uint8_t (*noted)[16];    /* filesystems named in a note already */
 	size_t nnoted;
 	uint64_t entries;
 };
+
+static int origin_gone(struct fsck *f, const struct sfs_origin *o, const char *path,
+		       char *why, size_t whylen);
 
 /* ------------------------------------------------------------ reporting */
 
@@ -485,7 +492,8 @@ static int read_meta(struct fsck *f, const char *name, size_t max,
 	if (ret == -EINVAL || ret == -ELOOP)
 		found(f, not_file, false, path, NULL);
 	else if (ret == -EFBIG)
-		message(f, true, "%s: larger than %zu bytes: not checked", path + 1, max);
+		found(f, SFS_PR_META_TOO_LARGE, false, path, "the limit is %zu bytes: not checked",
+		      max);
 	else if (ret && ret != -ENOENT)
 		message(f, true, "%s: %s", path + 1, strerror(-ret));
 	return ret;
@@ -512,7 +520,7 @@ static void check_registry(struct fsck *f)
 	size_t len, nrec;
 	int ret;
 
-	ret = read_meta(f, SFS_META_REGISTRY, 1u << 26, SFS_PR_REG_NOT_FILE, &buf, &len);
+	ret = read_meta(f, SFS_META_REGISTRY, SFS_REG_MAX_BYTES, SFS_PR_REG_NOT_FILE, &buf, &len);
 	if (ret == -ENOENT) {
 		struct sfs_fsck_problem *p = found(f, SFS_PR_REG_MISSING, true, path, NULL);
 
@@ -578,6 +586,9 @@ static void check_registry(struct fsck *f)
 			goto out;
 		}
 	}
+	/* the branch records may be incomplete: lower branches cannot be
+	 * told from others by them */
+	f->reg_damaged = dirty;
 	if (dirty && pd.n) {
 		for (int k = SFS_REG_FS; k <= SFS_REG_BRANCH; k++)
 			keep.next_id[k] = head_ok && head_next[k] > seen_next[k] ? head_next[k]
@@ -602,52 +613,137 @@ static int ino_write_rec(int fd, const void *rec, uint64_t slot)
 	return fdatasync(fd) < 0 ? -errno : 0;
 }
 
-static void check_inomap(struct fsck *f)
+/* Opens the inomap to check (and, with repair, to write): an fd, or -1
+ * when there is nothing more to check (reported). *len is its size. */
+static int open_inomap(struct fsck *f, uint64_t *len)
 {
 	const char *path = "/" SFS_METADIR_NAME "/" SFS_META_INOMAP;
-	struct sfs_ino_table seen = { 0 };
-	struct sfs_disk_ino_head head;
 	struct sfs_fsck_problem *p;
-	enum sfs_rec_status st;
-	uint8_t *buf;
-	size_t len, nfull;
-	int ret, fd = -1;
+	struct stat sb;
+	int fd = sfs_meta_openat(f->meta_fd, SFS_META_INOMAP, O_RDONLY | O_NONBLOCK, 0);
 
-	ret = read_meta(f, SFS_META_INOMAP, (size_t)1 << 34, SFS_PR_INO_NOT_FILE, &buf, &len);
-	if (ret == -ENOENT) {
+	if (fd == -ENOENT) {
 		p = found(f, SFS_PR_INO_MISSING, true, path, NULL);
 		if (p)
 			done(f, p, sfs_ino_create(f->meta_fd));
+		return -1;
 	}
-	if (ret)
-		return;
+	if (fd >= 0 && fstat(fd, &sb) < 0) {
+		close(fd);
+		fd = -errno;
+	}
+	if (fd == -ELOOP || (fd >= 0 && !S_ISREG(sb.st_mode))) {
+		found(f, SFS_PR_INO_NOT_FILE, false, path, NULL);
+		goto fail;
+	}
+	if (fd < 0) {
+		message(f, true, "%s: %s", path + 1, strerror(-fd));
+		return -1;
+	}
+	*len = (uint64_t)sb.st_size;
+	/* nothing of it is read: a sparse terabyte costs no disk */
+	if (*len > SFS_INO_MAX_BYTES) {
+		found(f, SFS_PR_META_TOO_LARGE, false, path,
+		      "%llu bytes, the limit is %llu (%u records): not checked",
+		      (unsigned long long)*len, (unsigned long long)SFS_INO_MAX_BYTES,
+		      SFS_INO_MAX_RECORDS);
+		goto fail;
+	}
 	if (f->o->repair) {
-		fd = sfs_meta_openat(f->meta_fd, SFS_META_INOMAP, O_RDWR, 0);
+		close(fd);
+		fd = sfs_meta_openat(f->meta_fd, SFS_META_INOMAP, O_RDWR | O_NONBLOCK, 0);
 		if (fd < 0) {
 			message(f, true, "%s: %s", path + 1, strerror(-fd));
-			goto out;
+			return -1;
 		}
 	}
+	return fd;
+fail:
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+/* The file header; false when the records are not to be checked. */
+static bool check_ino_head(struct fsck *f, int fd, uint64_t len)
+{
+	const char *path = "/" SFS_METADIR_NAME "/" SFS_META_INOMAP;
+	struct sfs_disk_ino_head head;
+	struct sfs_fsck_problem *p;
+	enum sfs_rec_status st;
+	int ret;
+
 	memset(&head, 0, sizeof(head));
-	memcpy(&head, buf, len < sizeof(head) ? len : sizeof(head));
+	ret = sfs_pread_full(fd, &head, len < sizeof(head) ? (size_t)len : sizeof(head), 0);
+	if (ret) {
+		message(f, true, "%s: %s", path + 1, strerror(-ret));
+		return false;
+	}
 	st = len < SFS_INO_REC_SIZE ? SFS_REC_FIELD : sfs_ino_head_decode(&head);
 	if (st == SFS_REC_NEWER) {
 		found(f, SFS_PR_INO_NEWER, false, path, "version %u", le32toh(head.ih_version));
-		goto out;
+		return false;
 	}
 	if (st) {
 		p = len < SFS_INO_REC_SIZE
-			? found(f, SFS_PR_INO_HEAD, true, path, "truncated: %zu bytes", len)
+			? found(f, SFS_PR_INO_HEAD, true, path, "truncated: %llu bytes",
+				(unsigned long long)len)
 			: found(f, SFS_PR_INO_HEAD, true, path, "%s", sfs_rec_status_str(st));
 		if (p) {
 			sfs_ino_head_encode(&head);
 			done(f, p, ino_write_rec(fd, &head, 0));
 		}
 	}
+	return true;
+}
+
+/* One record (number i of nfull): bad ones and repeats are retired. */
+static int check_ino_rec(struct fsck *f, int fd, struct sfs_ino_table *seen,
+			 struct sfs_disk_ino *d, uint64_t i, uint64_t nfull)
+{
+	const char *path = "/" SFS_METADIR_NAME "/" SFS_META_INOMAP;
+	struct sfs_fsck_problem *p;
+	enum sfs_rec_status st;
+	uint32_t fs_id;
+	uint64_t ino;
+
+	st = sfs_ino_decode(d, i, &fs_id, &ino);
+	if (st)
+		p = found(f, st == SFS_REC_CRC ? SFS_PR_INO_CRC : SFS_PR_INO_FIELD, true, path,
+			  "record %llu%s", (unsigned long long)(i + 1),
+			  i + 1 == nfull ? " (the last: an interrupted append?)" : "");
+	else if (fs_id && sfs_ino_table_find(seen, fs_id, ino))
+		p = found(f, SFS_PR_INO_DUP, true, path,
+			  "record %llu (filesystem %u, inode %llu)", (unsigned long long)(i + 1),
+			  fs_id, (unsigned long long)ino);
+	else if (fs_id && sfs_ino_table_add(seen, fs_id, ino, sfs_ino_number(i)))
+		return -ENOMEM;
+	else
+		return 0;
+	if (p) {
+		sfs_ino_encode(0, 0, i, d);
+		done(f, p, ino_write_rec(fd, d, i + 1));
+	}
+	return 0;
+}
+
+static void check_inomap(struct fsck *f)
+{
+	const char *path = "/" SFS_METADIR_NAME "/" SFS_META_INOMAP;
+	struct sfs_ino_table seen = { 0 };
+	struct sfs_fsck_problem *p;
+	uint8_t *chunk = NULL;
+	uint64_t len = 0, nfull;
+	int ret, fd = open_inomap(f, &len);
+
+	if (fd < 0)
+		return;
+	if (!check_ino_head(f, fd, len))
+		goto out;
 	nfull = len >= SFS_INO_REC_SIZE ? len / SFS_INO_REC_SIZE - 1 : 0;
 	if (len >= SFS_INO_REC_SIZE && len % SFS_INO_REC_SIZE) {
-		p = found(f, SFS_PR_INO_PARTIAL, true, path, "%zu bytes after record %zu",
-			  len % SFS_INO_REC_SIZE, nfull);
+		p = found(f, SFS_PR_INO_PARTIAL, true, path, "%llu bytes after record %llu",
+			  (unsigned long long)(len % SFS_INO_REC_SIZE), (unsigned long long)nfull);
 		if (p) {
 			ret = ftruncate(fd, (off_t)(SFS_INO_REC_SIZE * (nfull + 1))) < 0 ? -errno : 0;
 			if (!ret && fdatasync(fd) < 0)
@@ -655,38 +751,36 @@ static void check_inomap(struct fsck *f)
 			done(f, p, ret);
 		}
 	}
-	for (size_t i = 0; i < nfull; i++) {
-		struct sfs_disk_ino d;
-		uint32_t fs_id;
-		uint64_t ino;
+	/* read in chunks: memory is the table of numbers, not the file */
+	chunk = malloc((size_t)SFS_INO_REC_SIZE * SFS_INO_CHUNK);
+	if (!chunk && nfull) {
+		message(f, true, "out of memory");
+		goto out;
+	}
+	for (uint64_t i = 0; i < nfull; i += SFS_INO_CHUNK) {
+		size_t n = nfull - i < SFS_INO_CHUNK ? (size_t)(nfull - i) : SFS_INO_CHUNK;
 
-		memcpy(&d, buf + SFS_INO_REC_SIZE * (i + 1), sizeof(d));
-		st = sfs_ino_decode(&d, i, &fs_id, &ino);
-		if (st)
-			p = found(f, st == SFS_REC_CRC ? SFS_PR_INO_CRC : SFS_PR_INO_FIELD, true, path,
-				  "record %zu%s", i + 1,
-				  i + 1 == nfull ? " (the last: an interrupted append?)" : "");
-		else if (fs_id && sfs_ino_table_find(&seen, fs_id, ino))
-			p = found(f, SFS_PR_INO_DUP, true, path,
-				  "record %zu (filesystem %u, inode %llu)", i + 1, fs_id,
-				  (unsigned long long)ino);
-		else {
-			if (fs_id && sfs_ino_table_add(&seen, fs_id, ino, sfs_ino_number(i))) {
+		ret = sfs_pread_full(fd, chunk, SFS_INO_REC_SIZE * n,
+				     (off_t)(SFS_INO_REC_SIZE * (i + 1)));
+		if (ret) {
+			message(f, true, "%s: %s", path + 1,
+				ret == -ENODATA ? "changed while read" : strerror(-ret));
+			goto out;
+		}
+		for (size_t k = 0; k < n; k++) {
+			struct sfs_disk_ino d;
+
+			memcpy(&d, chunk + SFS_INO_REC_SIZE * k, sizeof(d));
+			if (check_ino_rec(f, fd, &seen, &d, i + k, nfull)) {
 				message(f, true, "out of memory");
 				goto out;
 			}
-			continue;
-		}
-		if (p) {
-			sfs_ino_encode(0, 0, i, &d);
-			done(f, p, ino_write_rec(fd, &d, i + 1));
 		}
 	}
 out:
+	free(chunk);
 	sfs_ino_table_free(&seen);
-	if (fd >= 0)
-		close(fd);
-	free(buf);
+	close(fd);
 }
 
 /* ------------------------------------------------------------ the rest of .stackfs */
@@ -699,7 +793,7 @@ static void check_lowers_file(struct fsck *f)
 	char err[256];
 	uint8_t *buf;
 	size_t len, n;
-	int ret = sfs_meta_read_file(f->meta_fd, SFS_META_LOWERS, 1u << 20, &buf, &len);
+	int ret = sfs_meta_read_file(f->meta_fd, SFS_META_LOWERS, SFS_LOWERS_MAX, &buf, &len);
 
 	if (ret == -ENOENT)
 		return;
@@ -783,6 +877,23 @@ static bool index_has_origin(int dirfd, const char *name)
 	return sfs_origin_get(dirfd, name, &o) == 1;
 }
 
+/* An index entry whose origin's lower inode is gone shows its data at
+ * no lower name any more (the daemon ignores it; a new file reusing the
+ * number would otherwise show it): its index name goes. A name the copy
+ * was placed under is another link and keeps the data. */
+static void check_index_origin(struct fsck *f, int dfd, const char *name, const char *path)
+{
+	struct sfs_fsck_problem *p;
+	struct sfs_origin o;
+	char why[PATH_MAX + 64];
+
+	if (sfs_origin_get(dfd, name, &o) != 1 || origin_gone(f, &o, path, why, sizeof(why)) != 1)
+		return;
+	p = found(f, SFS_PR_INDEX_STALE, f->lowers_trusted, path, "%s", why);
+	if (p)
+		done(f, p, unlinkat(dfd, name, 0) < 0 ? -errno : 0);
+}
+
 static void check_index(struct fsck *f)
 {
 	const char *path = "/" SFS_METADIR_NAME "/" SFS_META_INDEX;
@@ -811,6 +922,8 @@ static void check_index(struct fsck *f)
 			pr = found(f, SFS_PR_INDEX_ORPHAN, true, p, NULL);
 			if (pr)
 				done(f, pr, unlinkat(fd, v[i], 0) < 0 ? -errno : 0);
+		} else {
+			check_index_origin(f, fd, v[i], p);
 		}
 		free(p);
 	}
@@ -927,23 +1040,132 @@ static bool same_dir(int a_fd, const char *b_path)
 	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-/* The lower branches: --lower, else those below this branch in lowers. */
+/* The branch records of the registry (kind 2: filesystem UUID and root
+ * file handle of every branch of a mount this branch was the highest rw
+ * branch of). false when there are none to compare with. */
+static bool load_branch_records(struct fsck *f, struct sfs_reg_table *t)
+{
+	char err[256];
+	uint8_t *buf;
+	size_t len;
+	bool any = false;
+
+	memset(t, 0, sizeof(*t));
+	if (f->reg_damaged)
+		return false;
+	if (f->meta_fd < 0 || f->v0 ||
+	    sfs_meta_read_file(f->meta_fd, SFS_META_REGISTRY, SFS_REG_MAX_BYTES, &buf, &len))
+		return false;
+	if (sfs_reg_parse(buf, len, t, err, sizeof(err)) == 0)
+		for (size_t i = 0; i < t->n; i++)
+			any |= t->v[i].kind == SFS_REG_BRANCH;
+	free(buf);
+	return any;
+}
+
+/* 1 when the directory fd is a branch the registry records, 0 when it is
+ * another one, -errno when its identity cannot be read. */
+static int recorded_branch(const struct sfs_reg_table *t, int fd)
+{
+	struct sfs_reg_entry key = { .kind = SFS_REG_BRANCH };
+	unsigned hb = SFS_HANDLE_MAX;
+	int type, ret = sfs_fs_uuid(fd, key.fs_uuid);
+
+	if (!ret)
+		ret = sfs_fs_handle(fd, "", &type, key.handle, &hb);
+	if (ret)
+		return ret;
+	key.handle_type = type;
+	key.handle_bytes = (uint16_t)hb;
+	return sfs_reg_table_find(t, &key) != NULL;
+}
+
+/* --lower: opened before anything else (one that cannot be opened
+ * stops the check: a whiteout would look as if it hid nothing). */
+static int open_given_lowers(struct fsck *f)
+{
+	for (size_t i = 0; i < f->o->nlowers; i++) {
+		int ret = add_lower(f, f->o->lowers[i]);
+
+		if (ret) {
+			message(f, true, "lower branch %s: %s", f->o->lowers[i], strerror(-ret));
+			return ret;
+		}
+	}
+	f->lowers_known = f->lowers_trusted = true;
+	return 0;
+}
+
+/* --lower taken as given; one the registry does not record is judged
+ * against, but nothing it decides is repaired without --force. */
+static void verify_given_lowers(struct fsck *f)
+{
+	struct sfs_reg_table t;
+	bool records = load_branch_records(f, &t);
+
+	for (size_t i = 0; records && i < f->nlow; i++) {
+		if (recorded_branch(&t, f->low[i].fd) == 1)
+			continue;
+		if (f->o->force) {
+			message(f, false, "--lower %s is not a branch recorded in %s/%s: judged "
+				"against all the same (--force)", f->low[i].path,
+				SFS_METADIR_NAME, SFS_META_REGISTRY);
+			continue;
+		}
+		message(f, false, "--lower %s is not a branch recorded in %s/%s (never mounted "
+			"with this branch): whiteouts, origin records and index entries are "
+			"judged against it but not repaired (--force to repair)", f->low[i].path,
+			SFS_METADIR_NAME, SFS_META_REGISTRY);
+		f->lowers_trusted = false;
+	}
+	sfs_reg_table_free(&t);
+}
+
+/* One branch of lowers below this one: opened, and the very branch that
+ * was mounted (its identity in the registry), else an error saying that
+ * nothing is judged. 0 or -1. */
+static int recorded_lower(struct fsck *f, const struct sfs_reg_table *t, bool records,
+			  const char *path)
+{
+	static const char tail[] = "whiteouts, origin records and index entries are not "
+				   "checked against the lower branches (give them with --lower)";
+	int ret = add_lower(f, path);
+
+	if (ret) {
+		message(f, true, "lower branch %s (from %s/%s) %s: %s", path,
+			SFS_METADIR_NAME, SFS_META_LOWERS,
+			ret == -ENOENT ? "is missing" : "cannot be opened",
+			ret == -ENOENT ? tail : strerror(-ret));
+		return -1;
+	}
+	if (!records)
+		return 0;
+	ret = recorded_branch(t, f->low[f->nlow - 1].fd);
+	if (ret == 1)
+		return 0;
+	if (ret == 0)
+		message(f, true, "%s is not the lower branch of the last mount (its filesystem "
+			"UUID and root file handle are not in %s/%s: an empty mount point, "
+			"another directory in its place, or a record lost): %s", path, SFS_METADIR_NAME,
+			SFS_META_REGISTRY, tail);
+	else
+		message(f, true, "lower branch %s: its identity cannot be read: %s: %s", path,
+			strerror(-ret), tail);
+	return -1;
+}
+
+/* The lower branches: --lower, else those below this branch in lowers,
+ * each checked to be the branch that was mounted there. */
 static int find_lowers(struct fsck *f)
 {
 	struct sfs_lower *v = NULL;
+	struct sfs_reg_table t;
 	size_t n = 0, self;
+	bool records;
 	char err[256];
-	int ret;
 
 	if (f->o->lowers) {
-		for (size_t i = 0; i < f->o->nlowers; i++) {
-			ret = add_lower(f, f->o->lowers[i]);
-			if (ret) {
-				message(f, true, "lower branch %s: %s", f->o->lowers[i], strerror(-ret));
-				return ret;
-			}
-		}
-		f->lowers_known = true;
+		verify_given_lowers(f);
 		return 0;
 	}
 	if (f->meta_fd < 0 || sfs_meta_read_lowers(f->meta_fd, &v, &n, err, sizeof(err))) {
@@ -952,6 +1174,7 @@ static int find_lowers(struct fsck *f)
 			SFS_METADIR_NAME, SFS_META_LOWERS);
 		return 0;
 	}
+	records = load_branch_records(f, &t);
 	for (self = 0; self < n && !same_dir(f->root_fd, v[self].path); self++)
 		;
 	if (self == n) {
@@ -960,17 +1183,26 @@ static int find_lowers(struct fsck *f)
 			SFS_METADIR_NAME, SFS_META_LOWERS);
 		goto out;
 	}
-	for (size_t i = self + 1; i < n; i++) {
-		ret = add_lower(f, v[i].path);
-		if (ret) {
-			message(f, false, "lower branch %s (from %s/%s): %s: whiteouts and origin "
-				"records are not checked against lower branches",
-				v[i].path, SFS_METADIR_NAME, SFS_META_LOWERS, strerror(-ret));
-			goto out;
-		}
+	if (self + 1 == n) {
+		message(f, false, "the last mount had no branch below this one: whiteouts and "
+			"origin records are not checked against lower branches; give them with "
+			"--lower");
+		goto out;
 	}
+	for (size_t i = self + 1; i < n; i++)
+		if (recorded_lower(f, &t, records, v[i].path))
+			goto out;
 	f->lowers_known = true;
+	/* without records the paths are all there is: reported, not repaired */
+	f->lowers_trusted = records || f->o->force;
+	if (!f->lowers_trusted)
+		message(f, false, "%s/%s %s: the branches of %s/%s cannot be checked against "
+			"it; what they decide is reported, not repaired (--force to repair)",
+			SFS_METADIR_NAME, SFS_META_REGISTRY,
+			f->reg_damaged ? "was damaged" : "records no branch",
+			SFS_METADIR_NAME, SFS_META_LOWERS);
 out:
+	sfs_reg_table_free(&t);
 	sfs_lowers_free(v, n);
 	return 0;
 }
@@ -1191,14 +1423,75 @@ static bool redirect_ok(const char *r)
 	return true;
 }
 
+/* Whether the lower inode a valid record names is gone: 1 gone (why
+ * says how), 0 still there, -1 not known (said in a note or error). */
+static int origin_gone(struct fsck *f, const struct sfs_origin *o, const char *path,
+		       char *why, size_t whylen)
+{
+	struct file_handle *fh;
+	struct stat st;
+	size_t j;
+	int ret, fd;
+
+	if (o->version != SFS_ORIGIN_VERSION || !o->handle_bytes || !f->lowers_known)
+		return -1;
+	for (j = 0; j < f->nlow; j++)
+		if (f->low[j].uuid_ok && !memcmp(f->low[j].uuid, o->fs_uuid, 16))
+			break;
+	if (j == f->nlow) {
+		uint8_t (*v)[16];
+
+		for (size_t k = 0; k < f->nnoted; k++)
+			if (!memcmp(f->noted[k], o->fs_uuid, 16))
+				return -1;
+		v = realloc(f->noted, (f->nnoted + 1) * sizeof(*v));
+		if (v) {
+			f->noted = v;
+			memcpy(f->noted[f->nnoted++], o->fs_uuid, 16);
+		}
+		message(f, false, "%s (and maybe others): its origin is on a filesystem that "
+			"no lower branch is on: not checked", path);
+		return -1;
+	}
+	fh = malloc(sizeof(*fh) + o->handle_bytes);
+	if (!fh) {
+		message(f, true, "out of memory");
+		return -1;
+	}
+	fh->handle_bytes = o->handle_bytes;
+	fh->handle_type = o->handle_type;
+	memcpy(fh->f_handle, o->handle, o->handle_bytes);
+	fd = open_by_handle_at(f->low[j].fd, fh, O_PATH | O_CLOEXEC);
+	ret = fd < 0 ? -errno : 0;
+	free(fh);
+	if (ret == -ESTALE || ret == -ENOENT) {
+		snprintf(why, whylen, "inode %llu of %s's filesystem", (unsigned long long)o->ino,
+			 f->low[j].path);
+		return 1;
+	}
+	if (ret) {
+		if (!f->handle_warned)
+			message(f, true, "%s: cannot check its origin: open_by_handle_at: %s%s",
+				path, strerror(-ret),
+				ret == -EPERM ? " (needs CAP_DAC_READ_SEARCH)" : "");
+		f->handle_warned = true;
+		return -1;
+	}
+	ret = fstat(fd, &st) < 0 ? -errno : 0;
+	close(fd);
+	if (ret || (uint64_t)st.st_ino == o->ino)
+		return 0;
+	snprintf(why, whylen, "the handle names inode %llu, the record says %llu",
+		 (unsigned long long)st.st_ino, (unsigned long long)o->ino);
+	return 1;
+}
+
 static void check_origin(struct fsck *f, int dfd, const char *name, const char *path)
 {
 	struct sfs_fsck_problem *p;
 	struct sfs_origin o;
-	struct file_handle *fh;
-	struct stat st;
-	size_t j;
-	int ret = sfs_origin_get(dfd, name, &o), fd;
+	char why[PATH_MAX + 64];
+	int ret = sfs_origin_get(dfd, name, &o);
 
 	if (ret == -EUCLEAN) {
 		p = found(f, SFS_PR_ORIGIN_CORRUPT, true, path, NULL);
@@ -1210,56 +1503,9 @@ static void check_origin(struct fsck *f, int dfd, const char *name, const char *
 		message(f, true, "%s: origin record: %s", path, strerror(-ret));
 		return;
 	}
-	if (ret == 0 || o.version != SFS_ORIGIN_VERSION || !o.handle_bytes || !f->lowers_known)
+	if (ret == 0 || origin_gone(f, &o, path, why, sizeof(why)) != 1)
 		return;
-	for (j = 0; j < f->nlow; j++)
-		if (f->low[j].uuid_ok && !memcmp(f->low[j].uuid, o.fs_uuid, 16))
-			break;
-	if (j == f->nlow) {
-		uint8_t (*v)[16];
-
-		for (size_t k = 0; k < f->nnoted; k++)
-			if (!memcmp(f->noted[k], o.fs_uuid, 16))
-				return;
-		v = realloc(f->noted, (f->nnoted + 1) * sizeof(*v));
-		if (v) {
-			f->noted = v;
-			memcpy(f->noted[f->nnoted++], o.fs_uuid, 16);
-		}
-		message(f, false, "%s (and maybe others): its origin is on a filesystem that "
-			"no lower branch is on: not checked", path);
-		return;
-	}
-	fh = malloc(sizeof(*fh) + o.handle_bytes);
-	if (!fh) {
-		message(f, true, "out of memory");
-		return;
-	}
-	fh->handle_bytes = o.handle_bytes;
-	fh->handle_type = o.handle_type;
-	memcpy(fh->f_handle, o.handle, o.handle_bytes);
-	fd = open_by_handle_at(f->low[j].fd, fh, O_PATH | O_CLOEXEC);
-	ret = fd < 0 ? -errno : 0;
-	free(fh);
-	if (ret == -ESTALE || ret == -ENOENT) {
-		p = found(f, SFS_PR_ORIGIN_DANGLING, true, path, "inode %llu of %s's filesystem",
-			  (unsigned long long)o.ino, f->low[j].path);
-	} else if (ret) {
-		if (!f->handle_warned)
-			message(f, true, "%s: cannot check its origin: open_by_handle_at: %s%s",
-				path, strerror(-ret),
-				ret == -EPERM ? " (needs CAP_DAC_READ_SEARCH)" : "");
-		f->handle_warned = true;
-		return;
-	} else {
-		ret = fstat(fd, &st) < 0 ? -errno : 0;
-		close(fd);
-		if (ret || (uint64_t)st.st_ino == o.ino)
-			return;
-		p = found(f, SFS_PR_ORIGIN_DANGLING, true, path,
-			  "the handle names inode %llu, the record says %llu",
-			  (unsigned long long)st.st_ino, (unsigned long long)o.ino);
-	}
+	p = found(f, SFS_PR_ORIGIN_DANGLING, f->lowers_trusted, path, "%s", why);
 	if (p)
 		done(f, p, sfs_origin_remove(dfd, name));
 }
@@ -1366,7 +1612,7 @@ static void check_aufs_name(struct fsck *f, int dfd, const char *name, const cha
 	}
 	has = lower_has(lf, target);
 	if (has == 0) {
-		p = found(f, SFS_PR_WH_NOTHING, true, path, NULL);
+		p = found(f, SFS_PR_WH_NOTHING, f->lowers_trusted, path, NULL);
 		if (p)
 			done(f, p, unlinkat(dfd, name, 0) < 0 ? -errno : 0);
 	}
@@ -1408,7 +1654,8 @@ static void check_entries(struct fsck *f, int dfd, const char *dpath, char **nam
 			check_aufs_name(f, dfd, name, path, &st, lf);
 		} else if (sfs_wh_is_dev_whiteout(dfd, name, &st)) {
 			if (lower_has(lf, name) == 0) {
-				p = found(f, SFS_PR_WH_NOTHING, true, path, "overlay whiteout");
+				p = found(f, SFS_PR_WH_NOTHING, f->lowers_trusted, path,
+					  "overlay whiteout");
 				if (p)
 					done(f, p, unlinkat(dfd, name, 0) < 0 ? -errno : 0);
 			}
@@ -1525,7 +1772,7 @@ int sfs_fsck_run(const struct sfs_fsck_opts *o, struct sfs_fsck_result *r)
 	memset(r, 0, sizeof(*r));
 	/* explicit lower branches that cannot be opened: check nothing, as
 	 * a whiteout would look as if it hid nothing */
-	if (o->lowers && find_lowers(&f))
+	if (o->lowers && open_given_lowers(&f))
 		goto out;
 	if (open_meta(&f) == 0) {
 		check_header(&f);
@@ -1533,18 +1780,19 @@ int sfs_fsck_run(const struct sfs_fsck_opts *o, struct sfs_fsck_result *r)
 			check_registry(&f);
 			check_inomap(&f);
 			check_lowers_file(&f);
+		}
+	}
+	/* the index is judged against the lower branches too */
+	if (!f.stop)
+		find_lowers(&f);
+	if (f.meta_fd >= 0 && !f.stop) {
+		if (!f.v0)
 			check_index(&f);
-		}
-		if (!f.stop) {
-			check_work(&f);
-			check_meta_entries(&f);
-		}
+		check_work(&f);
+		check_meta_entries(&f);
 	}
-	if (!f.stop) {
-		if (!o->lowers)
-			find_lowers(&f);
+	if (!f.stop)
 		check_tree(&f);
-	}
 out:
 	r->lowers_known = f.lowers_known;
 	r->lowers = calloc(f.nlow ? f.nlow : 1, sizeof(char *));

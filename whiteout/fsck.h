@@ -25,6 +25,7 @@ enum sfs_problem_code {
 	SFS_PR_META_MODE,
 	SFS_PR_META_TMP,
 	SFS_PR_META_UNKNOWN,
+	SFS_PR_META_TOO_LARGE,
 	SFS_PR_REG_MISSING,
 	SFS_PR_REG_NOT_FILE,
 	SFS_PR_REG_NEWER,
@@ -48,6 +49,7 @@ enum sfs_problem_code {
 	SFS_PR_INDEX_NOT_DIR,
 	SFS_PR_INDEX_NAME,
 	SFS_PR_INDEX_ORPHAN,
+	SFS_PR_INDEX_STALE,
 	SFS_PR_ORIGIN_CORRUPT,
 	SFS_PR_ORIGIN_DANGLING,
 	SFS_PR_WH_NOTHING,
@@ -90,6 +92,9 @@ struct sfs_fsck_opts {
 	const char *branch;         /* the path given, for messages */
 	int root_fd;                /* O_PATH|O_DIRECTORY of the branch root */
 	bool repair;
+	/* repair what lower branches decide even when they are not the
+	 * recorded ones (--force) */
+	bool force;
 	/* lower branches, highest first (--lower), or NULL: those below
 	 * the branch in .stackfs/lowers */
 	const char *const *lowers;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "whiteout/ondisk.h"
@@ -180,18 +181,28 @@ void sfs_ino_table_free(struct sfs_ino_table *t)
 	memset(t, 0, sizeof(*t));
 }
 
-int sfs_ino_parse(const void *buf, size_t len, struct sfs_ino_table *t,
-		  size_t *keep, bool *last_bad, char *err, size_t errlen)
+/* 0, or -EFBIG with a message for an inomap of more than its limit. */
+static int ino_size_ok(uint64_t len, char *err, size_t errlen)
+{
+	if (len <= SFS_INO_MAX_BYTES)
+		return 0;
+	snprintf(err, errlen, "%s/%s is larger than its limit of %llu bytes "
+		 "(%u records): corrupt", SFS_METADIR_NAME, SFS_META_INOMAP,
+		 (unsigned long long)SFS_INO_MAX_BYTES, SFS_INO_MAX_RECORDS);
+	return -EFBIG;
+}
+
+/* The file header of an inomap of len bytes: 0, or -errno with a
+ * message. */
+static int ino_parse_head(const void *buf, size_t len, char *err, size_t errlen)
 {
 	const char *p = SFS_METADIR_NAME "/" SFS_META_INOMAP;
 	struct sfs_disk_ino_head head;
 	enum sfs_rec_status st;
-	size_t nfull;
-	int ret = -EUCLEAN;
+	int ret = ino_size_ok(len, err, errlen);
 
-	memset(t, 0, sizeof(*t));
-	*last_bad = false;
-	*keep = 0;
+	if (ret)
+		return ret;
 	if (len < SFS_INO_REC_SIZE) {
 		snprintf(err, errlen, "%s is corrupt (truncated: %zu bytes)", p, len);
 		return -EUCLEAN;
@@ -208,37 +219,150 @@ int sfs_ino_parse(const void *buf, size_t len, struct sfs_ino_table *t,
 			 sfs_rec_status_str(st));
 		return -EUCLEAN;
 	}
-	nfull = len / SFS_INO_REC_SIZE - 1;
-	for (size_t i = 0; i < nfull; i++) {
+	return 0;
+}
+
+/* Records first..first+n-1 of the nfull complete ones into t. 1 when
+ * the last one is the torn tail of an interrupted append (*last_bad),
+ * else 0, or -errno with a message. */
+static int ino_parse_recs(const uint8_t *buf, size_t n, uint64_t first, uint64_t nfull,
+			  struct sfs_ino_table *t, bool *last_bad, char *err, size_t errlen)
+{
+	const char *p = SFS_METADIR_NAME "/" SFS_META_INOMAP;
+
+	for (size_t k = 0; k < n; k++) {
+		uint64_t i = first + k;
 		struct sfs_disk_ino d;
+		enum sfs_rec_status st;
 		uint32_t fs_id;
 		uint64_t ino;
+		int ret;
 
-		memcpy(&d, (const uint8_t *)buf + SFS_INO_REC_SIZE * (i + 1), sizeof(d));
+		memcpy(&d, buf + SFS_INO_REC_SIZE * k, sizeof(d));
 		st = sfs_ino_decode(&d, i, &fs_id, &ino);
 		if (st && i + 1 == nfull) {
 			/* the last record of an interrupted append */
 			*last_bad = true;
-			break;
+			return 1;
 		}
 		if (st) {
-			snprintf(err, errlen, "%s: record %zu is corrupt (%s)", p, i + 1,
-				 sfs_rec_status_str(st));
-			goto fail;
+			snprintf(err, errlen, "%s: record %llu is corrupt (%s)", p,
+				 (unsigned long long)(i + 1), sfs_rec_status_str(st));
+			return -EUCLEAN;
 		}
 		if (!fs_id || sfs_ino_table_find(t, fs_id, ino))
 			continue;
 		ret = sfs_ino_table_add(t, fs_id, ino, sfs_ino_number(i));
 		if (ret) {
 			snprintf(err, errlen, "%s: %s", p, strerror(-ret));
-			goto fail;
+			return ret;
 		}
-		ret = -EUCLEAN;
+	}
+	return 0;
+}
+
+int sfs_ino_parse(const void *buf, size_t len, struct sfs_ino_table *t,
+		  size_t *keep, bool *last_bad, char *err, size_t errlen)
+{
+	size_t nfull;
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	*last_bad = false;
+	*keep = 0;
+	ret = ino_parse_head(buf, len, err, errlen);
+	if (ret)
+		return ret;
+	nfull = len / SFS_INO_REC_SIZE - 1;
+	ret = ino_parse_recs((const uint8_t *)buf + SFS_INO_REC_SIZE, nfull, 0, nfull, t,
+			     last_bad, err, errlen);
+	if (ret < 0) {
+		sfs_ino_table_free(t);
+		return ret;
 	}
 	t->nrec = nfull;
 	*keep = SFS_INO_REC_SIZE * (nfull + 1);
 	return 0;
+}
+
+int sfs_pread_full(int fd, void *buf, size_t len, off_t off)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		ssize_t r = pread(fd, p, len, off);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return -ENODATA;
+		p += r;
+		off += r;
+		len -= (size_t)r;
+	}
+	return 0;
+}
+
+int sfs_ino_load(int fd, struct sfs_ino_table *t, size_t *keep, size_t *len,
+		 bool *last_bad, char *err, size_t errlen)
+{
+	const char *p = SFS_METADIR_NAME "/" SFS_META_INOMAP;
+	uint8_t head[SFS_INO_REC_SIZE], *chunk = NULL;
+	uint64_t nfull, i;
+	struct stat st;
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	*last_bad = false;
+	*keep = 0;
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: %s", p, strerror(-ret));
+		return ret;
+	}
+	*len = (size_t)st.st_size;
+	/* the limit first: nothing of a too large file is read */
+	ret = ino_size_ok((uint64_t)st.st_size, err, errlen);
+	if (ret)
+		return ret;
+	ret = sfs_pread_full(fd, head, *len < sizeof(head) ? *len : sizeof(head), 0);
+	if (!ret)
+		ret = ino_parse_head(head, *len, err, errlen);
+	else
+		snprintf(err, errlen, "%s: %s", p, ret == -ENODATA ? "changed while read"
+								  : strerror(-ret));
+	if (ret)
+		return ret;
+	nfull = *len / SFS_INO_REC_SIZE - 1;
+	chunk = malloc((size_t)SFS_INO_REC_SIZE * SFS_INO_CHUNK);
+	if (!chunk) {
+		snprintf(err, errlen, "%s: %s", p, strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	for (i = 0; i < nfull; i += SFS_INO_CHUNK) {
+		size_t n = nfull - i < SFS_INO_CHUNK ? (size_t)(nfull - i) : SFS_INO_CHUNK;
+
+		ret = sfs_pread_full(fd, chunk, SFS_INO_REC_SIZE * n,
+				     (off_t)(SFS_INO_REC_SIZE * (i + 1)));
+		if (ret) {
+			snprintf(err, errlen, "%s: %s", p, ret == -ENODATA ? "changed while read"
+									  : strerror(-ret));
+			goto fail;
+		}
+		ret = ino_parse_recs(chunk, n, i, nfull, t, last_bad, err, errlen);
+		if (ret < 0)
+			goto fail;
+		if (ret > 0)
+			break;
+	}
+	free(chunk);
+	t->nrec = nfull;
+	*keep = SFS_INO_REC_SIZE * (nfull + 1);
+	return 0;
 fail:
+	free(chunk);
 	sfs_ino_table_free(t);
 	return ret;
 }
@@ -306,7 +430,8 @@ int sfs_meta_ino_alloc(struct sfs_meta *m, uint32_t fs_id, uint64_t ino,
 		goto out;
 	}
 	idx = m->ino.nrec;
-	if (idx + 1 > SFS_INO_ALLOC_MASK) {
+	/* past the limit the file would be refused at the next mount */
+	if (idx >= SFS_INO_MAX_RECORDS) {
 		ret = -ENOSPC;
 		goto out;
 	}

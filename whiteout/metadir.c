@@ -29,8 +29,8 @@ struct fsuuid2 {
 #define FS_IOC_GETFSUUID _IOR(0x15, 0, struct fsuuid2)
 #endif
 
-#define HEADER_READ_MAX 4096            /* more is reported as LONG */
-#define LOWERS_MAX (1u << 20)
+#define HEADER_READ_MAX SFS_HEADER_READ_MAX
+#define LOWERS_MAX SFS_LOWERS_MAX
 
 /* ------------------------------------------------------------ header */
 
@@ -176,6 +176,13 @@ int sfs_meta_read_file(int dir_fd, const char *name, size_t max,
 	}
 	if (!S_ISREG(st.st_mode)) {
 		ret = -EINVAL;
+		goto out;
+	}
+	/* refused before a byte is read: a sparse file of a terabyte costs
+	 * no disk and would cost that much memory (the loop below still
+	 * bounds a file that grows meanwhile) */
+	if ((uint64_t)st.st_size > max) {
+		ret = -EFBIG;
 		goto out;
 	}
 	for (;;) {
@@ -530,8 +537,14 @@ static int load_registry(int dir_fd, struct sfs_reg_table *t, char *err, size_t 
 {
 	uint8_t *buf;
 	size_t len;
-	int ret = sfs_meta_read_file(dir_fd, SFS_META_REGISTRY, 1u << 26, &buf, &len);
+	int ret = sfs_meta_read_file(dir_fd, SFS_META_REGISTRY, SFS_REG_MAX_BYTES, &buf, &len);
 
+	if (ret == -EFBIG) {
+		snprintf(err, errlen, "%s/%s is larger than its limit of %zu bytes "
+			 "(%u records): corrupt", SFS_METADIR_NAME, SFS_META_REGISTRY,
+			 SFS_REG_MAX_BYTES, SFS_REG_MAX_RECORDS);
+		return ret;
+	}
 	if (ret) {
 		if (ret != -ENOENT)
 			snprintf(err, errlen, "%s/%s: %s", SFS_METADIR_NAME,
@@ -544,22 +557,31 @@ static int load_registry(int dir_fd, struct sfs_reg_table *t, char *err, size_t 
 	return ret;
 }
 
-/* Loads the inomap of dir_fd (-ENOENT when there is none). */
+/* Loads the inomap of dir_fd (-ENOENT when there is none), in chunks:
+ * its size is bounded before anything is read. */
 static int load_inomap(int dir_fd, struct sfs_ino_table *t, size_t *keep,
 		       size_t *len, bool *last_bad, char *err, size_t errlen)
 {
-	uint8_t *buf;
-	int ret = sfs_meta_read_file(dir_fd, SFS_META_INOMAP, (size_t)1 << 34, &buf, len);
+	int fd = sfs_meta_openat(dir_fd, SFS_META_INOMAP, O_RDONLY | O_NONBLOCK, 0);
+	struct stat st;
+	int ret;
 
-	if (ret) {
-		if (ret != -ENOENT)
+	if (fd < 0) {
+		if (fd != -ENOENT)
 			snprintf(err, errlen, "%s/%s: %s", SFS_METADIR_NAME,
 				 SFS_META_INOMAP,
-				 ret == -EINVAL ? "not a regular file" : strerror(-ret));
-		return ret == -EINVAL ? -EUCLEAN : ret;
+				 fd == -ELOOP ? "not a regular file" : strerror(-fd));
+		return fd == -ELOOP ? -EUCLEAN : fd;
 	}
-	ret = sfs_ino_parse(buf, *len, t, keep, last_bad, err, errlen);
-	free(buf);
+	ret = fstat(fd, &st) < 0 ? -errno : S_ISREG(st.st_mode) ? 0 : -EUCLEAN;
+	if (ret) {
+		snprintf(err, errlen, "%s/%s: %s", SFS_METADIR_NAME, SFS_META_INOMAP,
+			 ret == -EUCLEAN ? "not a regular file" : strerror(-ret));
+		goto out;
+	}
+	ret = sfs_ino_load(fd, t, keep, len, last_bad, err, errlen);
+out:
+	close(fd);
 	return ret;
 }
 

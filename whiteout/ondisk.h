@@ -76,6 +76,10 @@ int sfs_header_explain(enum sfs_hdr_status st, const struct sfs_header *h,
 #define SFS_REG_MAGIC "SFSREG\0\0"
 #define SFS_REG_VERSION 1u
 #define SFS_REG_REC_SIZE 168u
+/* Id records beyond this make the file corrupt; an id is never given
+ * past it (ENOSPC). A mount registers two per branch at most. */
+#define SFS_REG_MAX_RECORDS 65536u
+#define SFS_REG_MAX_BYTES ((size_t)SFS_REG_REC_SIZE * (SFS_REG_MAX_RECORDS + 1))
 
 /* The first record of the file. */
 struct sfs_disk_reg_head {
@@ -147,6 +151,14 @@ int sfs_reg_store(int dir_fd, const struct sfs_reg_table *t);
 #define SFS_INO_MAGIC "SFSINO\0\0"
 #define SFS_INO_VERSION 1u
 #define SFS_INO_REC_SIZE 32u
+/* Records (tombstones included) a valid inomap holds at most: 2^26, a
+ * file of 2 GiB + 32 bytes. Nothing is allocated past it (ENOSPC: the
+ * entry gets a number for this mount only), so only damage or a hostile
+ * file is larger; it is refused before a byte is read. The file is read
+ * in chunks (SFS_INO_CHUNK records): memory is the table, not the file. */
+#define SFS_INO_MAX_RECORDS (1u << 26)
+#define SFS_INO_MAX_BYTES ((uint64_t)SFS_INO_REC_SIZE * (SFS_INO_MAX_RECORDS + 1))
+#define SFS_INO_CHUNK 32768u
 
 struct sfs_disk_ino_head {
 	uint8_t  ih_magic[8];       /*  0 "SFSINO\0\0" */
@@ -195,6 +207,14 @@ static inline uint64_t sfs_ino_number(uint64_t idx)
  * the first bad record. A repeated (fs_id, ino) keeps the first. */
 int sfs_ino_parse(const void *buf, size_t len, struct sfs_ino_table *t,
 		  size_t *keep, bool *last_bad, char *err, size_t errlen);
+/* The same from an open inomap (any regular file fd), read in chunks of
+ * SFS_INO_CHUNK records; *len is the file's size. A file larger than
+ * SFS_INO_MAX_BYTES is -EFBIG before anything is read. */
+int sfs_ino_load(int fd, struct sfs_ino_table *t, size_t *keep, size_t *len,
+		 bool *last_bad, char *err, size_t errlen);
+/* pread of exactly len bytes at off: 0, -errno, or -ENODATA at an early
+ * end of file. */
+int sfs_pread_full(int fd, void *buf, size_t len, off_t off);
 const struct sfs_ino_entry *sfs_ino_table_find(const struct sfs_ino_table *t,
 					       uint32_t fs_id, uint64_t ino);
 int sfs_ino_table_add(struct sfs_ino_table *t, uint32_t fs_id, uint64_t ino,
@@ -204,6 +224,9 @@ void sfs_ino_table_free(struct sfs_ino_table *t);
 int sfs_ino_create(int dir_fd);
 
 /* ------------------------------------------------------------ lowers */
+
+#define SFS_LOWERS_MAX (1u << 20)       /* bytes */
+#define SFS_HEADER_READ_MAX 4096        /* more is reported as LONG */
 
 /* Parses the bytes of `lowers`: lines "rw PATH" / "ro PATH", PATH
  * absolute with "\\" and "\n" escaped. 0 or -EUCLEAN with a message. */

@@ -140,7 +140,10 @@ int sfs_origin_get(int dirfd, const char *name, struct sfs_origin *o)
 
 	if (origin_path(p, sizeof(p), dirfd, name))
 		return -ENAMETOOLONG;
-	n = lgetxattr(p, SFS_ORIGIN_XATTR, buf, sizeof(buf));
+	/* "" is dirfd itself: /proc/self/fd/N is then followed to it (for
+	 * an O_PATH fd of a symlink, that is the symlink) */
+	n = name[0] ? lgetxattr(p, SFS_ORIGIN_XATTR, buf, sizeof(buf))
+		    : getxattr(p, SFS_ORIGIN_XATTR, buf, sizeof(buf));
 	if (n < 0) {
 		if (errno == ENODATA || errno == ENOTSUP)
 			return 0;
@@ -182,4 +185,28 @@ int sfs_origin_of(int dirfd, const char *name, const uint8_t fs_uuid[16],
 	memcpy(o->fs_uuid, fs_uuid, 16);
 	o->ino = (uint64_t)st.st_ino;
 	return 0;
+}
+
+int sfs_origin_names(const struct sfs_origin *o, int dirfd, const char *name)
+{
+	uint8_t handle[SFS_ORIGIN_HANDLE_MAX];
+	unsigned hb = sizeof(handle);
+	struct stat st;
+	int type, ret;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW | (name[0] ? 0 : AT_EMPTY_PATH)) < 0)
+		return -errno;
+	if ((uint64_t)st.st_ino != o->ino)
+		return 0;
+	/* an old record, or a filesystem without handles: the number is
+	 * all there is to compare */
+	if (o->version != SFS_ORIGIN_VERSION || !o->handle_bytes)
+		return 1;
+	/* the handle carries the inode's generation: a new inode with the
+	 * same number has another one */
+	ret = sfs_fs_handle(dirfd, name, &type, handle, &hb);
+	if (ret)
+		return ret;
+	return type == o->handle_type && hb == o->handle_bytes &&
+	       !memcmp(handle, o->handle, hb);
 }

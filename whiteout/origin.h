@@ -48,6 +48,12 @@ int sfs_origin_get(int dirfd, const char *name, struct sfs_origin *o);
  * UUID. A filesystem without file handles gives handle_bytes 0. */
 int sfs_origin_of(int dirfd, const char *name, const uint8_t fs_uuid[16],
 		  struct sfs_origin *o);
+/* Whether the record names the entry dirfd/name (not followed; "" for
+ * dirfd itself): 1 yes (same inode number and file handle; the number
+ * alone for a record without a handle), 0 another inode (one that
+ * reuses the number has another generation in its handle), or -errno.
+ * No open_by_handle_at: one name_to_handle_at. */
+int sfs_origin_names(const struct sfs_origin *o, int dirfd, const char *name);
 /* Removes the record: 0 (also when there was none) or -errno. */
 int sfs_origin_remove(int dirfd, const char *name);
 

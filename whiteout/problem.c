@@ -37,6 +37,8 @@ static const struct sfs_problem_desc table[SFS_PR_COUNT] = {
 	   "remove it (the update it belonged to did not happen)"),
 	PR(META_UNKNOWN, "an unknown entry is in the metadata directory", 0,
 	   "none: not made by this version of stackfs; remove it by hand if it is not needed"),
+	PR(META_TOO_LARGE, "a metadata file is larger than its limit (corrupt: a mount refuses it)", 0,
+	   "none: it may hold ids or inode numbers in use; move it away by hand (a mount makes a new one)"),
 	/* registry */
 	PR(REG_MISSING, "the registry is missing", 1,
 	   "write an empty registry (ids are given again at the next mount)"),
@@ -86,6 +88,8 @@ static const struct sfs_problem_desc table[SFS_PR_COUNT] = {
 	   "none: not made by stackfs; remove it by hand"),
 	PR(INDEX_ORPHAN, "an index entry has no other link", 1,
 	   "remove it (no name in the branch uses it)"),
+	PR(INDEX_STALE, "an index entry is the copy of a lower inode that no longer exists (its number may be reused)", 1,
+	   "remove the index name (a name the copy was placed under keeps its data; no lower name shows it)"),
 	/* the tree */
 	PR(ORIGIN_CORRUPT, "an origin record cannot be parsed", 1,
 	   "remove the record (the entry keeps its data; its inode number may change)"),

@@ -10,7 +10,7 @@
 #include "whiteout/ondisk.h"
 
 /* Records beyond this make the file corrupt (and keep checks cheap). */
-#define REG_MAX_RECORDS 65536u
+#define REG_MAX_RECORDS SFS_REG_MAX_RECORDS
 
 _Static_assert(sizeof(struct sfs_disk_reg_head) == SFS_REG_REC_SIZE, "registry head size");
 _Static_assert(sizeof(struct sfs_disk_reg) == SFS_REG_REC_SIZE, "registry record size");
@@ -385,7 +385,8 @@ static int reg_id(struct sfs_meta *m, struct sfs_reg_entry *key, uint32_t *id)
 		ret = -EBADF;
 		goto out;
 	}
-	if (*next == 0 || *next == UINT32_MAX) {
+	/* past the limit the registry would be refused at the next mount */
+	if (*next == 0 || *next == UINT32_MAX || m->reg.n >= REG_MAX_RECORDS) {
 		ret = -ENOSPC;
 		goto out;
 	}
