@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "stackfs/stackfs.h"
@@ -41,6 +42,7 @@ static struct lru_shard lru[LRU_SHARDS] = {
 };
 static atomic_uint_fast64_t counted;  /* fds of the stacks in the arrays */
 static atomic_uint_fast64_t trim_floor; /* no sweep below this count */
+static atomic_llong trim_retry;       /* ... before this second */
 static atomic_uint trim_hand;
 static atomic_flag trimming = ATOMIC_FLAG_INIT;
 static unsigned budget = ~0u;         /* ~0: closing off */
@@ -278,15 +280,26 @@ static uint64_t sweep(struct lru_shard *s, uint64_t want)
 	return done;
 }
 
+static long long now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return ts.tv_sec;
+}
+
 /* With no lock held: when over budget, one thread closes the least
  * recently used stacks down to 7/8 of it. A sweep that cannot get there
  * (stacks pinned by requests, open files) is not retried until the count
- * has grown by another eighth: it would only walk the same nodes. */
+ * has grown by another eighth, or a second has passed (the pins may be
+ * gone): it would only walk the same nodes. */
 void sfs_fdcache_trim(void)
 {
 	uint64_t c = sfs_fdcache_count(), low, floor_;
 
-	if (budget == ~0u || c <= atomic_load(&trim_floor))
+	if (budget == ~0u || c <= budget)
+		return;
+	if (c <= atomic_load(&trim_floor) && now_s() < atomic_load(&trim_retry))
 		return;
 	if (atomic_flag_test_and_set(&trimming))
 		return;
@@ -304,6 +317,7 @@ void sfs_fdcache_trim(void)
 	c = sfs_fdcache_count();
 	floor_ = c > low ? c + budget / 8 : budget;
 	atomic_store(&trim_floor, floor_ > budget ? floor_ : budget);
+	atomic_store(&trim_retry, now_s() + 1);
 	atomic_flag_clear(&trimming);
 }
 
