@@ -43,7 +43,6 @@ static void stack_free(struct sfs_stack *st)
 	for (unsigned i = 0; i < st->n; i++)
 		if (st->l[i].fd >= 0)
 			close(st->l[i].fd);
-	sfs_saved_free(st->saved);
 	if (st->snap)
 		sfs_snap_put(st->snap);
 	free(st);
@@ -147,6 +146,7 @@ static void node_free(struct sfs_node *n)
 		sfs_stack_put(n->stack);
 	}
 	free(n->name);
+	sfs_saved_free(n->saved);
 	pthread_mutex_destroy(&n->lock);
 	free(n);
 	if (parent)
@@ -218,7 +218,7 @@ int sfs_node_stack_open(struct sfs_node *n, struct sfs_stack **out)
 
 	pthread_mutex_lock(&n->lock);
 	if (n->stack->closed) {
-		ret = sfs_fdcache_reopen(n->stack, n->type == S_IFDIR, &st);
+		ret = sfs_fdcache_reopen(n, &st);
 		if (ret == 0) {
 			old = n->stack;
 			n->stack = st;
@@ -257,6 +257,8 @@ void sfs_node_set_stack(struct sfs_node *n, struct sfs_stack *st)
 	old = n->stack;
 	n->stack = st;
 	st->used = true;
+	sfs_saved_free(n->saved); /* other layers */
+	n->saved = NULL;
 	sfs_fdcache_add(n);
 	pthread_mutex_unlock(&n->lock);
 	sfs_stack_put(old);

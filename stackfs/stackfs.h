@@ -59,7 +59,6 @@ struct sfs_stack {
 	bool used;                /* got since the last sweep */
 	bool closed;              /* fds closed; only its node holds it */
 	bool nohandle;            /* no file handles: its fds stay open */
-	struct sfs_saved *saved;  /* the handles that reopen it, or NULL */
 	struct sfs_snap *snap;
 	unsigned n;
 	uint32_t nlink;           /* st_nlink to show, 0: the top layer's */
@@ -91,6 +90,10 @@ struct sfs_node {
 	unsigned pt_files;        /* passed through */
 	unsigned pt_cached;       /* served by requests */
 	uint32_t lru_slot;        /* fdcache.c: 1 + its index there, or 0 */
+	/* the handles of its stack's layers, under lock: made when the stack
+	 * is first closed, dropped when another stack replaces it (in the
+	 * node's malloc chunk's slack: no memory per node) */
+	struct sfs_saved *saved;
 };
 
 int sfs_nodes_init(void);
@@ -158,8 +161,8 @@ void sfs_fdcache_add(struct sfs_node *n);
 void sfs_fdcache_del(struct sfs_node *n);
 /* With no lock held, after an add: closes stacks when over budget. */
 void sfs_fdcache_trim(void);
-/* A new open stack for closed st, from its handles. */
-int sfs_fdcache_reopen(struct sfs_stack *st, bool dir, struct sfs_stack **out);
+/* Under n's lock: a new open stack for n's closed one, from its handles. */
+int sfs_fdcache_reopen(struct sfs_node *n, struct sfs_stack **out);
 void sfs_saved_free(struct sfs_saved *sv);
 void sfs_fdcache_destroy(void);
 
