@@ -167,5 +167,6 @@ const struct sfs_cmd sfs_cmd_status = {
 	.usage = "usage: stackfs status MOUNTPOINT [--json]",
 	.summary = "Show the branches, options and counters of a live mount",
 	.help = "Counters: lookups, copy-ups and bytes copied, whiteouts written, open\n"
-		"files, and errors returned, by errno name.\n",
+		"files, the node fds held, their budget (0: none) and reopens, and\n"
+		"errors returned, by errno name.\n",
 };

@@ -207,8 +207,8 @@ static int do_open(fuse_req_t req, struct sfs_node *n, struct fuse_file_info *fi
 	/* a file about to be truncated needs no data copied */
 	if (wants_write(fi->flags))
 		ret = sfs_node_copy_up(n, (fi->flags & O_TRUNC) ? SFS_CU_NODATA : 0, &st);
-	else
-		st = sfs_node_stack(n);
+	else if ((ret = sfs_node_stack_open(n, &st)) < 0)
+		sfs_stack_put(st);
 	if (ret < 0)
 		return ret;
 	if (wants_write(fi->flags))

@@ -125,10 +125,12 @@ void sfs_stat_fill(const struct sfs_node *n, const struct sfs_stack *st,
 
 int sfs_node_getattr(struct sfs_node *n, struct stat *out)
 {
-	struct sfs_stack *st = sfs_node_stack(n);
+	struct sfs_stack *st;
 	struct stat real;
-	int ret = sfs_fstat(st->l[0].fd, &real);
+	int ret = sfs_node_stack_open(n, &st);
 
+	if (ret == 0)
+		ret = sfs_fstat(st->l[0].fd, &real);
 	if (ret == 0)
 		sfs_stat_fill(n, st, &real, out);
 	sfs_stack_put(st);

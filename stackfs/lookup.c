@@ -304,8 +304,9 @@ int sfs_lookup_entry(struct sfs_node *parent, const char *name,
 		return -ENAMETOOLONG;
 	if (sfs_name_reserved(parent, name))
 		return -ENOENT;
-	dst = sfs_node_stack(parent);
-	ret = sfs_resolve(dst, name, &st, &top, &id);
+	ret = sfs_node_stack_open(parent, &dst);
+	if (ret == 0)
+		ret = sfs_resolve(dst, name, &st, &top, &id);
 	sfs_stack_put(dst);
 	if (ret < 0)
 		return ret;

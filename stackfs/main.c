@@ -200,6 +200,7 @@ static int run(struct fuse_args *args, struct sfs_opts *o)
 	sfs_timeout = o->timeout;
 	umask(0); /* modes arrive with the caller's umask applied */
 	sfs_raise_nofile();
+	sfs_fdcache_init();
 	if (sfs_nodes_init() < 0 || root_init(sfs_m.snap) < 0) {
 		sfs_errmsg("%s", strerror(ENOMEM));
 		ret = 1;

@@ -141,9 +141,12 @@ static void node_free(struct sfs_node *n)
 {
 	struct sfs_node *parent = n->parent;
 
-	if (n->stack)
+	if (n->stack) {
+		sfs_fdcache_del(n);
 		sfs_stack_put(n->stack);
+	}
 	free(n->name);
+	sfs_saved_free(n->saved);
 	pthread_mutex_destroy(&n->lock);
 	free(n);
 	if (parent)
@@ -206,13 +209,42 @@ fuse_ino_t sfs_node_id(struct sfs_node *n)
 	return n == root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)n;
 }
 
+/* A closed stack is replaced by a reopened one; the closed one only the
+ * node held, so it goes with the swap. */
+int sfs_node_stack_open(struct sfs_node *n, struct sfs_stack **out)
+{
+	struct sfs_stack *st, *old = NULL;
+	int ret = 0;
+
+	pthread_mutex_lock(&n->lock);
+	if (n->stack->closed) {
+		ret = sfs_fdcache_reopen(n, &st);
+		if (ret == 0) {
+			old = n->stack;
+			n->stack = st;
+			sfs_fdcache_add(n);
+		}
+	}
+	st = sfs_stack_get(n->stack);
+	if (!st->used)
+		st->used = true;
+	pthread_mutex_unlock(&n->lock);
+	if (old) {
+		sfs_stack_put(old);
+		sfs_fdcache_trim();
+	}
+	if (ret < 0)
+		sfs_log(SFS_LOG_DEBUG, "cannot reopen node %llu: %s",
+			(unsigned long long)n->ino, strerror(-ret));
+	*out = st;
+	return ret;
+}
+
 struct sfs_stack *sfs_node_stack(struct sfs_node *n)
 {
 	struct sfs_stack *st;
 
-	pthread_mutex_lock(&n->lock);
-	st = sfs_stack_get(n->stack);
-	pthread_mutex_unlock(&n->lock);
+	sfs_node_stack_open(n, &st);
 	return st;
 }
 
@@ -221,10 +253,16 @@ void sfs_node_set_stack(struct sfs_node *n, struct sfs_stack *st)
 	struct sfs_stack *old;
 
 	pthread_mutex_lock(&n->lock);
+	sfs_fdcache_del(n);
 	old = n->stack;
 	n->stack = st;
+	st->used = true;
+	sfs_saved_free(n->saved); /* other layers */
+	n->saved = NULL;
+	sfs_fdcache_add(n);
 	pthread_mutex_unlock(&n->lock);
 	sfs_stack_put(old);
+	sfs_fdcache_trim();
 }
 
 /* Points n at parent/name; takes a reference on the new parent and
@@ -337,6 +375,12 @@ int sfs_node_lookup_insert(struct sfs_node *parent, const char *name,
 		fresh->stack = NULL;
 		node_free(fresh);
 		node_refresh(n, st);
+	} else {
+		pthread_mutex_lock(&n->lock);
+		st->used = true;
+		sfs_fdcache_add(n);
+		pthread_mutex_unlock(&n->lock);
+		sfs_fdcache_trim();
 	}
 	ret = sfs_node_move(n, parent, name);
 	if (n == fresh)
@@ -374,6 +418,7 @@ void sfs_nodes_destroy(void)
 		shards[i].buckets = NULL;
 		pthread_mutex_destroy(&shards[i].lock);
 	}
+	sfs_fdcache_destroy();
 	if (root) {
 		sfs_stack_put(root->stack);
 		free(root->name);

@@ -218,11 +218,12 @@ static int by_cookie(const void *a, const void *b)
 
 static int dir_load(struct sfs_dir *d, struct sfs_node *n)
 {
-	struct sfs_stack *st = sfs_node_stack(n);
-	int ret;
+	struct sfs_stack *st;
+	int ret = sfs_node_stack_open(n, &st);
 
 	sfs_dirlist_free(&d->list);
-	ret = list_add(&d->list, ".", n->ino, DT_DIR);
+	if (ret == 0)
+		ret = list_add(&d->list, ".", n->ino, DT_DIR);
 	if (ret == 0)
 		ret = list_add(&d->list, "..", dotdot_ino(n), DT_DIR);
 	if (ret == 0)

@@ -52,8 +52,13 @@ struct sfs_layer {
  * refcounted: a copy-up or a new upper directory replaces a node's stack
  * while requests still use the old one, whose fds stay open until the
  * last of them is done. */
+struct sfs_saved;
 struct sfs_stack {
 	atomic_uint refs;
+	/* under the lock of the node holding it (fdcache.c): */
+	bool used;                /* got since the last sweep */
+	bool closed;              /* fds closed; only its node holds it */
+	bool nohandle;            /* no file handles: its fds stay open */
 	struct sfs_snap *snap;
 	unsigned n;
 	uint32_t nlink;           /* st_nlink to show, 0: the top layer's */
@@ -84,6 +89,11 @@ struct sfs_node {
 	int pt_backing;           /* the backing id while pt_files > 0 */
 	unsigned pt_files;        /* passed through */
 	unsigned pt_cached;       /* served by requests */
+	uint32_t lru_slot;        /* fdcache.c: 1 + its index there, or 0 */
+	/* the handles of its stack's layers, under lock: made when the stack
+	 * is first closed, dropped when another stack replaces it (in the
+	 * node's malloc chunk's slack: no memory per node) */
+	struct sfs_saved *saved;
 };
 
 int sfs_nodes_init(void);
@@ -102,7 +112,13 @@ void sfs_node_forget(struct sfs_node *n, uint64_t nlookup);
 struct sfs_node *sfs_node_find(const struct stat *idst);
 void sfs_node_ref(struct sfs_node *n);
 void sfs_node_unref(struct sfs_node *n);
-/* The node's current stack, referenced; never NULL. */
+/* The node's current stack, referenced, with open fds: the reference
+ * pins them (fdcache.c closes only stacks nobody else holds). Reopening
+ * a closed one can fail (-ESTALE: the inode is gone from its branch);
+ * *out is then the closed stack, whose fds are -1. */
+int sfs_node_stack_open(struct sfs_node *n, struct sfs_stack **out);
+/* The same where failing is left to the syscalls on the fds (EBADF);
+ * never NULL. */
 struct sfs_stack *sfs_node_stack(struct sfs_node *n);
 /* Replaces the node's stack (takes over `st`), e.g. after an upper
  * directory was created for it. */
@@ -133,6 +149,22 @@ struct sfs_stack *sfs_stack_get(struct sfs_stack *st);
 void sfs_stack_put(struct sfs_stack *st);
 /* The layer of the stack in branch bidx, or NULL. */
 const struct sfs_layer *sfs_stack_in(const struct sfs_stack *st, unsigned bidx);
+
+/* ---- fdcache.c: the budget of node fds ------------------------------ */
+/* Sets the budget from RLIMIT_NOFILE (after it was raised). */
+void sfs_fdcache_init(void);
+unsigned sfs_fdcache_budget(void);
+/* fds held by the stacks of cached nodes, other than pinned ones. */
+uint64_t sfs_fdcache_count(void);
+/* Under n's lock: n's (open) stack counts from now on / no longer. */
+void sfs_fdcache_add(struct sfs_node *n);
+void sfs_fdcache_del(struct sfs_node *n);
+/* With no lock held, after an add: closes stacks when over budget. */
+void sfs_fdcache_trim(void);
+/* Under n's lock: a new open stack for n's closed one, from its handles. */
+int sfs_fdcache_reopen(struct sfs_node *n, struct sfs_stack **out);
+void sfs_saved_free(struct sfs_saved *sv);
+void sfs_fdcache_destroy(void);
 
 /* ---- resolve.c: the only code that opens paths in a branch ----------- */
 /* Opens one name beneath a layer directory, never following a symlink
@@ -321,6 +353,7 @@ struct sfs_stats {
 	atomic_uint_fast64_t whiteouts;
 	atomic_uint_fast64_t open_files;
 	atomic_uint_fast64_t passthrough_opens;
+	atomic_uint_fast64_t node_fd_reopens;   /* stacks reopened by handle */
 	atomic_uint_fast64_t errors[SFS_STATS_ERRNO_MAX];
 };
 extern struct sfs_stats sfs_stats;
