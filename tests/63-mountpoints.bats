@@ -179,3 +179,18 @@ hang_all() {
 	bounded "$SFS" commit "$UP" --into "$LO"
 	assert_failure
 }
+
+@test "stackfs commit stops at a mount point under a lower directory it removes, without entering it" {
+	mkdir -p "$LO/x/m"
+	echo f >"$LO/x/f"
+	sfs_mount "$UP:$LO" "$MNT"
+	bounded rm -rf "$MNT/x"
+	assert_success
+	bounded "$SFS" umount "$MNT"
+	assert_success
+	sfs_hang_mount "$LO/x/m"
+	bounded "$SFS" commit "$UP" --into "$LO"
+	assert_failure
+	assert_output --partial "/x"
+	assert_output --partial "Invalid cross-device link"
+}
