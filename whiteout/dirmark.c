@@ -140,9 +140,9 @@ int sfs_wh_set_opaque(int dirfd, enum sfs_whiteout_style style)
 			return -errno;
 		return 0;
 	}
-	fd = openat(dirfd, SFS_WH_OPQ, O_CREAT | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0);
+	fd = sfs_nx_open(dirfd, SFS_WH_OPQ, O_CREAT | O_WRONLY);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	close(fd);
 	return 0;
 }
