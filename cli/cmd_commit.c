@@ -38,6 +38,7 @@
 #include "cli/progress.h"
 #include "stackfs/datacopy.h"
 #include "stackfs/runtime.h"
+#include "whiteout/beneath.h"
 #include "whiteout/changes.h"
 #include "whiteout/metadir.h"
 #include "whiteout/ondisk.h"
@@ -152,13 +153,15 @@ static int remove_tree(int dirfd, const char *name, uint64_t mnt)
 	DIR *d;
 	int fd, ret = 0;
 
-	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? 0 : -errno;
+	/* the first call on the name does not cross a mount point */
+	ret = sfs_nx_stat(dirfd, name, &st);
+	if (ret < 0)
+		return ret == -ENOENT ? 0 : ret;
 	if (!S_ISDIR(st.st_mode))
 		return unlinkat(dirfd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
-	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	fd = sfs_nx_open(dirfd, name, O_RDONLY | O_DIRECTORY);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	ret = mnt_of(fd, &m);
 	if (ret == 0 && m != mnt)
 		ret = -EXDEV;
@@ -187,19 +190,21 @@ static int open_path(int root, const char *path)
 	char *copy = strdup(path), *save = NULL, *comp;
 	int fd = fcntl(root, F_DUPFD_CLOEXEC, 0);
 
+	if (fd < 0)
+		fd = -errno;
 	if (!copy) {
 		if (fd >= 0)
 			close(fd);
 		return -ENOMEM;
 	}
 	for (comp = strtok_r(copy, "/", &save); fd >= 0 && comp; comp = strtok_r(NULL, "/", &save)) {
-		int next = openat(fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int next = sfs_nx_open(fd, comp, O_PATH | O_DIRECTORY);
 
 		close(fd);
 		fd = next;
 	}
 	free(copy);
-	return fd < 0 ? -errno : fd;
+	return fd;
 }
 
 /* Splits "/a/b/c" into the directory "/a/b" (malloc'd) and "c". */
@@ -469,7 +474,7 @@ static int put_in_place(struct commit *c, int ddir, const char *tmp, const char 
 	struct stat st;
 	int ret;
 
-	if (fstatat(ddir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+	if (sfs_nx_stat(ddir, name, &st) == 0 && S_ISDIR(st.st_mode)) {
 		ret = remove_tree(ddir, name, c->u.b[1].mnt_id);
 		if (ret < 0)
 			return ret;
@@ -576,8 +581,9 @@ static int place_file(struct commit *c, struct dctx *d, const char *name, const 
 	int ret = 0, in = -1, out = -1;
 	bool linked;
 
-	if (fstatat(sdir, sname, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return fail(c, -errno, vpath, "reading the rw branch");
+	ret = sfs_nx_stat(sdir, sname, &st);
+	if (ret < 0)
+		return fail(c, ret, vpath, "reading the rw branch");
 	ret = ensure_t(c, d);
 	if (ret < 0)
 		return ret;
@@ -684,7 +690,7 @@ static int apply_whiteout(struct commit *c, struct dctx *d, const char *name,
 	struct stat st;
 	int ret;
 
-	if (fstatat(d->T, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+	if (sfs_nx_stat(d->T, name, &st) == 0) {
 		if (sfs_wh_is_dev_whiteout(d->T, name, &st))
 			return 0; /* the lower branch hides it already */
 		touch_t(d);
@@ -762,7 +768,7 @@ static int place_dir(struct commit *c, struct dctx *d, const char *name, const c
 
 	if (fstat(u->fd, &st) < 0)
 		return fail(c, -errno, vpath, "reading the rw branch");
-	exists = fstatat(d->T, name, &ex, AT_SYMLINK_NOFOLLOW) == 0;
+	exists = sfs_nx_stat(d->T, name, &ex) == 0;
 	touch_t(d);
 	if (m && m->staged[0]) {
 		/* a moved directory: the lower one comes to its new place */
@@ -895,7 +901,7 @@ static int raw_list(int dirfd, bool root, struct raw **out, size_t *n)
 			nm += SFS_WH_PREFIX_LEN;
 			k = RAW_WH_AUFS;
 		} else if ((e->d_type == DT_CHR || e->d_type == DT_UNKNOWN) &&
-			   fstatat(fd, nm, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			   sfs_nx_stat(fd, nm, &st) == 0 &&
 			   sfs_wh_is_dev_whiteout(fd, nm, &st)) {
 			k = RAW_WH_OVERLAY;
 		}

@@ -212,16 +212,13 @@ static int make_owned(fuse_req_t req, int dirfd, const char *name,
 static int make_opaque(int dirfd, const char *name)
 {
 	struct stat st;
-	int fd, ret;
+	int fd = sfs_path_fd(dirfd, name), ret;
 
-	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return -errno;
-	if (!S_ISDIR(st.st_mode))
-		return 0;
-	fd = sfs_path_fd(dirfd, name);
 	if (fd < 0)
 		return fd;
-	ret = sfs_wh_set_opaque(fd, sfs_m.opts.whiteout);
+	ret = sfs_fstat(fd, &st);
+	if (ret == 0 && S_ISDIR(st.st_mode))
+		ret = sfs_wh_set_opaque(fd, sfs_m.opts.whiteout);
 	close(fd);
 	return ret;
 }

@@ -71,6 +71,9 @@ static int resolve_layer(struct resolve *r, const struct sfs_layer *dl,
 		ret = sfs_wh_has_aufs(dl->fd, name);
 		return ret < 0 ? ret : !ret;
 	}
+	/* a mount point inside the branch is never entered (NOTES.md) */
+	if (fd == -EXDEV)
+		sfs_log_mountpoint(r->snap, dl, name);
 	if (fd < 0)
 		return fd;
 	ret = sfs_fstat(fd, &st);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "stackfs/nameset.h"
+#include "whiteout/beneath.h"
 #include "stackfs/ops.h"
 
 struct sfs_dir {
@@ -67,11 +68,15 @@ static int list_add(struct sfs_dirlist *l, const char *name, ino_t ino,
 static int is_chr_whiteout(int dirfd, const char *name, unsigned char type)
 {
 	struct stat st;
+	int ret;
 
 	if (type != DT_CHR && type != DT_UNKNOWN)
 		return 0;
-	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? 1 : -errno; /* gone: nothing to show */
+	ret = sfs_nx_stat(dirfd, name, &st);
+	if (ret == -EXDEV)
+		return 0; /* a mount point: listed, its lookup refused */
+	if (ret < 0)
+		return ret == -ENOENT ? 1 : ret; /* gone: nothing to show */
 	return sfs_wh_is_dev_whiteout(dirfd, name, &st);
 }
 
@@ -278,22 +283,26 @@ void sfs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 }
 
 /* Adds one readdirplus entry: looks the name up (counting a lookup the
- * kernel will own), or gives "." and ".." without one. Returns the size
- * used, 0 when it did not fit (the lookup is undone), or -errno. */
+ * kernel will own), or gives "." and ".." without one. A mount point
+ * inside a branch (its lookup answers EXDEV) is listed without
+ * attributes (node id 0: the kernel makes no dentry, a later lookup gets
+ * the EXDEV), so the listing goes on past it. Returns the size used, 0
+ * when it did not fit (the lookup is undone), or -errno. */
 static long add_plus(fuse_req_t req, struct sfs_node *dir, const struct sfs_dirent *de,
 		     char *buf, size_t rem, off_t next)
 {
 	struct fuse_entry_param e;
+	bool dots = strcmp(de->name, ".") == 0 || strcmp(de->name, "..") == 0;
+	int ret = dots ? 0 : sfs_lookup_entry(dir, de->name, &e);
 	size_t sz;
-	int ret;
 
-	if (strcmp(de->name, ".") == 0 || strcmp(de->name, "..") == 0) {
+	if (dots || ret == -EXDEV) {
 		memset(&e, 0, sizeof(e));
 		e.attr.st_ino = de->ino;
 		e.attr.st_mode = DTTOIF(de->type);
-		return (long)fuse_add_direntry_plus(req, buf, rem, de->name, &e, next);
+		sz = fuse_add_direntry_plus(req, buf, rem, de->name, &e, next);
+		return sz > rem ? 0 : (long)sz;
 	}
-	ret = sfs_lookup_entry(dir, de->name, &e);
 	if (ret < 0)
 		return ret;
 	sz = fuse_add_direntry_plus(req, buf, rem, de->name, &e, next);

@@ -369,6 +369,9 @@ int sfs_stats_format(char *buf, size_t len);
 void sfs_log(int level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void sfs_log_set_foreground(int fg, int debug);
+/* A mount point at NAME in layer DL (rate-limited). */
+void sfs_log_mountpoint(const struct sfs_snap *s, const struct sfs_layer *dl,
+			const char *name);
 #define SFS_LOG_ERR 3
 #define SFS_LOG_WARN 4
 #define SFS_LOG_INFO 6

@@ -14,6 +14,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "whiteout/beneath.h"
 #include "whiteout/changes.h"
 #include "whiteout/metadir.h"
 #include "whiteout/origin.h"
@@ -414,11 +415,12 @@ static int res_layer(struct res *r, const struct sfs_ch_layer *dl, const char *n
 	struct sfs_dirmark m;
 	struct stat st;
 	uint64_t mnt;
-	int fd = openat(dl->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC), ret;
+	/* never entering a mount point inside the branch: EXDEV there */
+	int fd = sfs_nx_open(dl->fd, name, O_PATH), ret;
 
 	if (fd < 0) {
-		if (errno != ENOENT && errno != ENOTDIR)
-			return -errno;
+		if (fd != -ENOENT && fd != -ENOTDIR)
+			return fd;
 		if (!below)
 			return 0;
 		ret = sfs_wh_has_aufs(dl->fd, name);
@@ -724,7 +726,7 @@ static int layer_names(const struct sfs_ch_layer *l, char ***v, size_t *n, size_
 		    reserved_at(l->path, e->d_name))
 			continue;
 		if ((e->d_type == DT_CHR || e->d_type == DT_UNKNOWN) &&
-		    fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    sfs_nx_stat(fd, e->d_name, &st) == 0 &&
 		    sfs_wh_is_dev_whiteout(fd, e->d_name, &st))
 			continue;
 		ret = names_push(v, n, cap, e->d_name);

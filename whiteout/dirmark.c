@@ -12,6 +12,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "whiteout/beneath.h"
 #include "whiteout/origin.h"
 #include "whiteout/whiteout.h"
 
@@ -98,10 +99,12 @@ int sfs_dirmark_read(int dirfd, struct sfs_dirmark *m)
 	int ret;
 
 	memset(m, 0, sizeof(*m));
-	if (fstatat(dirfd, SFS_WH_OPQ, &st, AT_SYMLINK_NOFOLLOW) == 0)
+	/* a mount point on the marker's name (EXDEV) is a marker there */
+	ret = sfs_nx_stat(dirfd, SFS_WH_OPQ, &st);
+	if (ret == 0 || ret == -EXDEV)
 		m->opaque = true;
-	else if (errno != ENOENT)
-		return -errno;
+	else if (ret != -ENOENT)
+		return ret;
 	proc_path(path, dirfd);
 	ret = marks_from_xattrs(path, m);
 	if (ret < 0)
@@ -137,9 +140,9 @@ int sfs_wh_set_opaque(int dirfd, enum sfs_whiteout_style style)
 			return -errno;
 		return 0;
 	}
-	fd = openat(dirfd, SFS_WH_OPQ, O_CREAT | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0);
+	fd = sfs_nx_open(dirfd, SFS_WH_OPQ, O_CREAT | O_WRONLY);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	close(fd);
 	return 0;
 }

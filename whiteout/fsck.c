@@ -23,10 +23,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "whiteout/beneath.h"
 #include "whiteout/fsck.h"
 #include "whiteout/ondisk.h"
 #include "whiteout/origin.h"
 #include "whiteout/whiteout.h"
+#include "xattr/xattr.h"
 
 #define MAX_CANDIDATES 16        /* lower paths of one directory */
 #define FSCK_TMP ".wh..wh..fsck" /* fsck's own temporary name */
@@ -220,33 +222,25 @@ out:
 	return 0;
 }
 
-static void proc_path(char *buf, size_t len, int dfd, const char *name)
-{
-	snprintf(buf, len, "/proc/self/fd/%d/%s", dfd, name);
-}
-
 /* An xattr value of dfd/name (not followed), NUL-terminated: its length,
- * -ENODATA, or -errno. */
+ * -ENODATA, or -errno. By the xattr library, which reaches the name
+ * without crossing a mount point. */
 static ssize_t get_xattr(int dfd, const char *name, const char *attr,
 			 char *buf, size_t len)
 {
-	char p[PROC_PATH_LEN];
-	ssize_t n;
+	ssize_t n = sfs_xattr_get(dfd, name, attr, buf, len - 1);
 
-	proc_path(p, sizeof(p), dfd, name);
-	n = lgetxattr(p, attr, buf, len - 1);
 	if (n < 0)
-		return errno == ENOTSUP ? -ENODATA : -errno;
+		return n == -ENOTSUP ? -ENODATA : n;
 	buf[n] = 0;
 	return n;
 }
 
 static int remove_xattr(int dfd, const char *name, const char *attr)
 {
-	char p[PROC_PATH_LEN];
+	int ret = sfs_xattr_remove(dfd, name, attr);
 
-	proc_path(p, sizeof(p), dfd, name);
-	return lremovexattr(p, attr) < 0 && errno != ENODATA ? -errno : 0;
+	return ret == -ENODATA ? 0 : ret;
 }
 
 static bool is_empty_dir(int dfd, const char *name)
@@ -1383,10 +1377,14 @@ static int lower_has(const struct lower_fds *l, const char *name)
 
 		if (l->fd[i] < 0)
 			continue;
-		if (fstatat(l->fd[i], name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		int ret = sfs_nx_stat(l->fd[i], name, &st);
+
+		if (ret == -EXDEV)
+			return 1; /* a mount point: a name there, not entered */
+		if (ret == 0) {
 			if (!sfs_wh_is_dev_whiteout(l->fd[i], name, &st))
 				return 1;
-		} else if (errno != ENOENT && errno != ENOTDIR) {
+		} else if (ret != -ENOENT && ret != -ENOTDIR) {
 			return -1;
 		}
 	}
@@ -1604,7 +1602,8 @@ static void check_aufs_name(struct fsck *f, int dfd, const char *name, const cha
 		if (done(f, p, replace_with_empty_file(dfd, name, true)))
 			return;
 	}
-	if (fstatat(dfd, target, &tst, AT_SYMLINK_NOFOLLOW) == 0) {
+	int ret = sfs_nx_stat(dfd, target, &tst);
+	if (ret == 0 || ret == -EXDEV) {
 		p = found(f, SFS_PR_WH_BESIDE, true, path, NULL);
 		if (p)
 			done(f, p, unlinkat(dfd, name, 0) < 0 ? -errno : 0);
@@ -1635,6 +1634,7 @@ static void check_entries(struct fsck *f, int dfd, const char *dpath, char **nam
 		struct sfs_fsck_problem *p;
 		struct stat st;
 		char *path;
+		int ret;
 
 		if (!strcmp(dpath, "/") && !strcmp(name, SFS_METADIR_NAME))
 			continue;
@@ -1646,9 +1646,13 @@ static void check_entries(struct fsck *f, int dfd, const char *dpath, char **nam
 		f->entries++;
 		if (f->o->progress)
 			f->o->progress(f->o->arg, f->entries, path);
-		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			if (errno != ENOENT)
-				message(f, true, "%s: %s", path, strerror(errno));
+		/* the first call on the name: it may be a mount point */
+		ret = sfs_nx_stat(dfd, name, &st);
+		if (ret == -EXDEV) {
+			message(f, false, "%s: a mount point: not crossed", path);
+		} else if (ret < 0) {
+			if (ret != -ENOENT)
+				message(f, true, "%s: %s", path, strerror(-ret));
 		} else if (sfs_wh_reserved_name(name)) {
 			/* the entry itself may be replaced (free(p) below) */
 			check_aufs_name(f, dfd, name, path, &st, lf);
@@ -1678,8 +1682,8 @@ static void check_entries(struct fsck *f, int dfd, const char *dpath, char **nam
 				if (!strcmp(name, SFS_METADIR_NAME)) {
 					struct stat hs;
 
-					if (fstatat(dfd, ".stackfs/header", &hs, AT_SYMLINK_NOFOLLOW) == 0 ||
-					    fstatat(dfd, ".stackfs/work", &hs, AT_SYMLINK_NOFOLLOW) == 0)
+					if (sfs_nx_stat(dfd, ".stackfs/header", &hs) == 0 ||
+					    sfs_nx_stat(dfd, ".stackfs/work", &hs) == 0)
 						found(f, SFS_PR_NESTED_META, false, path, NULL);
 				}
 			}

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "whiteout/beneath.h"
 #include "whiteout/ondisk.h"
 
 /* linux/fs.h has it from 6.5; older headers do not. */
@@ -1004,11 +1005,18 @@ int sfs_fs_handle(int dirfd, const char *name, int *handle_type,
 		struct file_handle fh;
 		uint8_t raw[sizeof(struct file_handle) + SFS_HANDLE_MAX];
 	} u;
-	int mount_id;
+	int mount_id, fd = name[0] ? sfs_nx_open(dirfd, name, O_PATH) : dirfd, ret = 0;
 
+	/* a name is opened first: name_to_handle_at would cross a mount */
+	if (fd < 0)
+		return fd;
 	u.fh.handle_bytes = SFS_HANDLE_MAX;
-	if (name_to_handle_at(dirfd, name, &u.fh, &mount_id, name[0] ? 0 : AT_EMPTY_PATH) < 0)
-		return errno == EOVERFLOW ? -EOVERFLOW : -errno;
+	if (name_to_handle_at(fd, "", &u.fh, &mount_id, AT_EMPTY_PATH) < 0)
+		ret = errno == EOVERFLOW ? -EOVERFLOW : -errno;
+	if (fd != dirfd)
+		close(fd);
+	if (ret < 0)
+		return ret;
 	if (u.fh.handle_bytes > *handle_bytes)
 		return -EOVERFLOW;
 	memcpy(handle, u.fh.f_handle, u.fh.handle_bytes);

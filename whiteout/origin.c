@@ -7,8 +7,10 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
+#include "whiteout/beneath.h"
 #include "whiteout/ondisk.h"
 #include "whiteout/origin.h"
+#include "xattr/xattr.h"
 
 #define ORIGIN_FIXED 32u                /* bytes before the handle */
 #define ORIGIN_V1_SIZE 24u
@@ -109,72 +111,56 @@ int sfs_origin_decode(const void *buf, size_t len, struct sfs_origin *o)
 	return 1;
 }
 
-static int origin_path(char *p, size_t len, int dirfd, const char *name)
-{
-	int n = name[0] ? snprintf(p, len, "/proc/self/fd/%d/%s", dirfd, name)
-			: snprintf(p, len, "/proc/self/fd/%d", dirfd);
-
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
-
+/* By the xattr library, which reaches a name without crossing a mount
+ * point inside the branch. */
 int sfs_origin_set(int dirfd, const char *name, const struct sfs_origin *o)
 {
 	uint8_t buf[SFS_ORIGIN_MAX];
-	char p[300];
 	int n = sfs_origin_encode(o, buf, sizeof(buf));
 
 	if (n < 0)
 		return n;
-	if (origin_path(p, sizeof(p), dirfd, name))
-		return -ENAMETOOLONG;
-	if (lsetxattr(p, SFS_ORIGIN_XATTR, buf, (size_t)n, 0) < 0)
-		return -errno;
-	return 0;
+	return sfs_xattr_set(dirfd, name, SFS_ORIGIN_XATTR, buf, (size_t)n, 0);
 }
 
 int sfs_origin_get(int dirfd, const char *name, struct sfs_origin *o)
 {
 	uint8_t buf[SFS_ORIGIN_MAX + 1];
-	char p[300];
-	ssize_t n;
+	ssize_t n = sfs_xattr_get(dirfd, name, SFS_ORIGIN_XATTR, buf, sizeof(buf));
 
-	if (origin_path(p, sizeof(p), dirfd, name))
-		return -ENAMETOOLONG;
-	/* "" is dirfd itself: /proc/self/fd/N is then followed to it (for
-	 * an O_PATH fd of a symlink, that is the symlink) */
-	n = name[0] ? lgetxattr(p, SFS_ORIGIN_XATTR, buf, sizeof(buf))
-		    : getxattr(p, SFS_ORIGIN_XATTR, buf, sizeof(buf));
-	if (n < 0) {
-		if (errno == ENODATA || errno == ENOTSUP)
-			return 0;
-		/* larger than any record we write */
-		return errno == ERANGE ? -EUCLEAN : -errno;
-	}
+	if (n == -ENODATA || n == -ENOTSUP)
+		return 0;
+	if (n == -ERANGE)
+		return -EUCLEAN; /* larger than any record we write */
+	if (n < 0)
+		return (int)n;
 	return sfs_origin_decode(buf, (size_t)n, o);
 }
 
 int sfs_origin_remove(int dirfd, const char *name)
 {
-	char p[300];
+	int ret = sfs_xattr_remove(dirfd, name, SFS_ORIGIN_XATTR);
 
-	if (origin_path(p, sizeof(p), dirfd, name))
-		return -ENAMETOOLONG;
-	if (lremovexattr(p, SFS_ORIGIN_XATTR) < 0 && errno != ENODATA)
-		return -errno;
-	return 0;
+	return ret == -ENODATA ? 0 : ret;
 }
 
+/* The entry is opened first (not stat'ed nor named to name_to_handle_at,
+ * which would cross a mount point there). */
 int sfs_origin_of(int dirfd, const char *name, const uint8_t fs_uuid[16],
 		  struct sfs_origin *o)
 {
 	unsigned hb = SFS_ORIGIN_HANDLE_MAX;
 	struct stat st;
-	int type, ret;
+	int type, ret, fd;
 
 	memset(o, 0, sizeof(*o));
-	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW | (name[0] ? 0 : AT_EMPTY_PATH)) < 0)
-		return -errno;
-	ret = sfs_fs_handle(dirfd, name, &type, o->handle, &hb);
+	fd = name[0] ? sfs_nx_open(dirfd, name, O_PATH) : dirfd;
+	if (fd < 0)
+		return fd;
+	ret = fstatat(fd, "", &st, AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) < 0 ? -errno
+		: sfs_fs_handle(fd, "", &type, o->handle, &hb);
+	if (fd != dirfd)
+		close(fd);
 	if (ret == 0) {
 		o->handle_type = type;
 		o->handle_bytes = (uint16_t)hb;

@@ -10,6 +10,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "whiteout/beneath.h"
 #include "whiteout/whiteout.h"
 #include "xattr/xattr.h"
 
@@ -49,13 +50,15 @@ static char *aufs_name(const char *name)
 	return s;
 }
 
+/* A mount point there (EXDEV) is a name there: not entered. */
 static int exists_at(int dirfd, const char *name)
 {
 	struct stat st;
+	int ret = sfs_nx_stat(dirfd, name, &st);
 
-	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+	if (ret == 0 || ret == -EXDEV)
 		return 1;
-	return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
+	return ret == -ENOENT || ret == -ENOTDIR ? 0 : ret;
 }
 
 int sfs_wh_has_aufs(int dirfd, const char *name)
@@ -118,7 +121,12 @@ static int create_overlay(int dirfd, const char *name, int workfd)
 	temp_name(tmp, "wh");
 	if (mknodat(workfd, tmp, S_IFCHR | 0, makedev(0, 0)) < 0)
 		return -errno;
-	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+	ret = sfs_nx_stat(dirfd, name, &st);
+	if (ret == -EXDEV) {
+		unlinkat(workfd, tmp, 0);
+		return ret; /* a mount point: nothing replaces it */
+	}
+	if (ret == 0 && S_ISDIR(st.st_mode)) {
 		/* rename cannot put a device over a directory: swap them,
 		 * then remove the directory (its whiteouts only now: they
 		 * hid lower entries until the swap) from the staging area. */
@@ -127,8 +135,8 @@ static int create_overlay(int dirfd, const char *name, int workfd)
 			return 0;
 		}
 		ret = -errno;
-	} else if (renameat(workfd, tmp, dirfd, name) < 0) {
-		ret = -errno;
+	} else {
+		ret = renameat(workfd, tmp, dirfd, name) < 0 ? -errno : 0;
 	}
 	if (ret < 0)
 		unlinkat(workfd, tmp, 0);
@@ -149,7 +157,7 @@ int sfs_wh_remove(int dirfd, const char *name)
 	char *wh;
 	int ret = 0;
 
-	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	if (sfs_nx_stat(dirfd, name, &st) == 0 &&
 	    sfs_wh_is_dev_whiteout(dirfd, name, &st)) {
 		if (unlinkat(dirfd, name, 0) < 0)
 			return -errno;
@@ -171,11 +179,12 @@ int sfs_wh_find(int dirfd, const char *name)
 	struct stat st;
 	int has = 0, ret;
 
-	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+	ret = sfs_nx_stat(dirfd, name, &st);
+	if (ret == 0) {
 		if (sfs_wh_is_dev_whiteout(dirfd, name, &st))
 			has |= SFS_WH_HAS_DEV;
-	} else if (errno != ENOENT) {
-		return -errno;
+	} else if (ret != -ENOENT) {
+		return ret;
 	}
 	ret = sfs_wh_has_aufs(dirfd, name);
 	if (ret < 0)
@@ -222,7 +231,7 @@ int sfs_wh_clear_dir(int dirfd)
 	}
 	while (ret == 0 && (e = readdir(d))) {
 		if (sfs_wh_reserved_name(e->d_name) ||
-		    (e->d_type == DT_CHR && fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    (e->d_type == DT_CHR && sfs_nx_stat(fd, e->d_name, &st) == 0 &&
 		     sfs_wh_is_dev_whiteout(fd, e->d_name, &st))) {
 			if (unlinkat(fd, e->d_name, 0) < 0 && errno != ENOENT)
 				ret = -errno;

@@ -1,7 +1,8 @@
 /* Pass-through of extended attributes of real entries. An entry is named
  * by a directory fd and a name, or by its own O_PATH fd and "" (not for
  * symlinks: an O_PATH fd only reaches the inode through the
- * /proc/self/fd magic link, which the xattr calls would follow). */
+ * /proc/self/fd magic link, which the xattr calls would follow). A name
+ * is never looked up across a mount point (entry_fd). */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/types.h>
@@ -12,6 +13,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "whiteout/beneath.h"
 #include "xattr/xattr.h"
 
 #ifndef SYS_setxattrat
@@ -29,6 +31,30 @@ struct sfs_xattr_args {
 
 /* Set once the running kernel lacks the *xattrat calls (before 6.13). */
 static int no_at_calls;
+
+/* A name is reached through an fd opened without crossing a mount point
+ * (a getxattrat by name, or a /proc/self/fd/N/name path, would enter
+ * one): *efd is that fd, to use with "" in place of (fd, ent), or -1 when
+ * the entry is a symlink, which its parent and name must still reach (the
+ * magic link of its fd would be followed to its target; a mount point is
+ * never a symlink). 0 or -errno (-EXDEV at a mount point). */
+static int entry_fd(int fd, const char *ent, int *efd)
+{
+	struct stat st;
+
+	*efd = -1;
+	if (!ent[0])
+		return 0;
+	*efd = sfs_nx_open(fd, ent, O_PATH);
+	if (*efd < 0)
+		return *efd;
+	if (fstatat(*efd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == 0 &&
+	    !S_ISLNK(st.st_mode))
+		return 0;
+	close(*efd);
+	*efd = -1;
+	return 0;
+}
 
 /* "/proc/self/fd/N" or "/proc/self/fd/N/name". */
 static void proc_path(int fd, const char *name, char *buf, size_t len)
@@ -48,7 +74,7 @@ static long at_result(long r)
 	return r < 0 ? -errno : r;
 }
 
-ssize_t sfs_xattr_get(int fd, const char *ent, const char *name, void *value, size_t size)
+static ssize_t get_at(int fd, const char *ent, const char *name, void *value, size_t size)
 {
 	struct sfs_xattr_args a = { .value = (uintptr_t)value, .size = (__u32)size };
 	char p[300];
@@ -64,7 +90,7 @@ ssize_t sfs_xattr_get(int fd, const char *ent, const char *name, void *value, si
 	return r < 0 ? -errno : r;
 }
 
-int sfs_xattr_set(int fd, const char *ent, const char *name, const void *value,
+static int set_at(int fd, const char *ent, const char *name, const void *value,
 		  size_t size, int flags)
 {
 	struct sfs_xattr_args a = {
@@ -83,7 +109,7 @@ int sfs_xattr_set(int fd, const char *ent, const char *name, const void *value,
 	return r < 0 ? -errno : 0;
 }
 
-ssize_t sfs_xattr_list(int fd, const char *ent, char *list, size_t size)
+static ssize_t list_at(int fd, const char *ent, char *list, size_t size)
 {
 	char p[300];
 	long r;
@@ -98,7 +124,7 @@ ssize_t sfs_xattr_list(int fd, const char *ent, char *list, size_t size)
 	return r < 0 ? -errno : r;
 }
 
-int sfs_xattr_remove(int fd, const char *ent, const char *name)
+static int remove_at(int fd, const char *ent, const char *name)
 {
 	char p[300];
 	long r;
@@ -111,6 +137,40 @@ int sfs_xattr_remove(int fd, const char *ent, const char *name)
 	proc_path(fd, ent, p, sizeof(p));
 	r = ent[0] ? lremovexattr(p, name) : removexattr(p, name);
 	return r < 0 ? -errno : 0;
+}
+
+/* The public calls: each name first reached as entry_fd says. */
+#define ENTRY_CALL(type, call_fd, call_ent)                                  \
+	int efd, eret = entry_fd(fd, ent, &efd);                             \
+	type r;                                                              \
+	if (eret < 0)                                                        \
+		return eret;                                                 \
+	r = efd >= 0 ? call_fd : call_ent;                                   \
+	if (efd >= 0)                                                        \
+		close(efd);                                                  \
+	return r
+
+ssize_t sfs_xattr_get(int fd, const char *ent, const char *name, void *value, size_t size)
+{
+	ENTRY_CALL(ssize_t, get_at(efd, "", name, value, size),
+		   get_at(fd, ent, name, value, size));
+}
+
+int sfs_xattr_set(int fd, const char *ent, const char *name, const void *value,
+		  size_t size, int flags)
+{
+	ENTRY_CALL(int, set_at(efd, "", name, value, size, flags),
+		   set_at(fd, ent, name, value, size, flags));
+}
+
+ssize_t sfs_xattr_list(int fd, const char *ent, char *list, size_t size)
+{
+	ENTRY_CALL(ssize_t, list_at(efd, "", list, size), list_at(fd, ent, list, size));
+}
+
+int sfs_xattr_remove(int fd, const char *ent, const char *name)
+{
+	ENTRY_CALL(int, remove_at(efd, "", name), remove_at(fd, ent, name));
 }
 
 bool sfs_xattr_is_private(const char *name)

@@ -78,7 +78,8 @@ _sfs_scope_dir() {
 #   KIND: stackfs (a stackfs mount point: stackfs umount, then fusermount3
 #   -u, then abort the connection and detach lazily), mount (any other mount
 #   point), loop (a loop device), pid (PID:MP, a daemon that must end with
-#   its mount), symlink (a symlink to $SFS to remove).
+#   its mount), symlink (a symlink to $SFS to remove), hang (PID:MP, a
+#   hangfs server and its mount: aborted before anything else is undone).
 sfs_record() {
 	printf '%s\t%s\n' "$1" "$2" >>"$(_sfs_list)"
 }
@@ -123,6 +124,43 @@ sfs_make_image() {
 }
 
 # ---------------------------------------------------------------- mounts
+
+# The MAJ:MIN of the mount on $1, read from mountinfo: findmnt -M, stat
+# and realpath would enter a mount whose server never answers.
+_sfs_mountinfo_dev() {
+	local id parent dev root target rest
+	while read -r id parent dev root target rest; do
+		printf -v target '%b' "${target//\\/\\0}"
+		[[ $target == "$1" ]] && echo "$dev"
+	done </proc/self/mountinfo | tail -n1
+}
+
+# sfs_hang_mount DIR: mounts a hangfs server (tests/tools/hangfs.c: it
+# answers INIT and never anything else) on DIR, recorded for cleanup.
+# Nothing may stat DIR after this: only the abort makes the caller return.
+sfs_hang_mount() {
+	local dir=$1 pid
+	pid=$("$TOOLS/hangfs" "$dir") || { echo "hangfs mount on $dir failed" >&2; return 1; }
+	sfs_record hang "$pid:$dir"
+}
+
+# Aborts the connection of a hangfs mount (every pending caller gets
+# ENOTCONN), ends its server and detaches the mount. Never stats it first.
+_sfs_abort_hang() {
+	local pid=$1 mp=$2 dev i
+	dev=$(_sfs_mountinfo_dev "$mp")
+	[[ -n $dev && -w /sys/fs/fuse/connections/${dev#*:}/abort ]] &&
+		echo 1 >"/sys/fs/fuse/connections/${dev#*:}/abort" 2>/dev/null
+	if [[ -n $pid ]] && sfs_alive "$pid" &&
+		[[ $(readlink "/proc/$pid/exe" 2>/dev/null) == */hangfs ]]; then
+		kill -KILL "$pid" 2>/dev/null
+	fi
+	for ((i = 0; i < 20; i++)); do
+		[[ -n $(_sfs_mountinfo_dev "$mp") ]] || return 0
+		umount -l "$mp" >/dev/null 2>&1 || sleep 0.1
+	done
+	return 0
+}
 
 sfs_is_mounted() {
 	findmnt -rn -M "$1" >/dev/null 2>&1
@@ -264,6 +302,7 @@ _sfs_run_list() {
 	[[ -f $list ]] || return 0
 	while IFS=$'\t' read -r kind arg; do
 		case $phase:$kind in
+		hang:hang) _sfs_abort_hang "${arg%%:*}" "${arg#*:}" ;;
 		fuse:stackfs) _sfs_umount_stackfs "$arg" ;;
 		fuse:pid) pids+=("${arg%%:*}") ;;
 		rest:mount) _sfs_umount_other "$arg" ;;
@@ -289,7 +328,9 @@ _sfs_sweep() {
 			[[ -n $target ]] || continue
 			[[ $which == all || $type == fuse* ]] || continue
 			echo "cleanup: $target ($type) was left mounted" >&2
-			if [[ $type == fuse* ]]; then
+			if [[ $type == fuse.hangfs ]]; then
+				_sfs_abort_hang "" "$target"
+			elif [[ $type == fuse* ]]; then
 				_sfs_umount_stackfs "$target"
 			else
 				_sfs_umount_other "$target"
@@ -322,6 +363,7 @@ sfs_cleanup() {
 	fi
 	{
 		local list=$BATS_TEST_TMPDIR/.sfs-cleanup img
+		_sfs_run_list "$list" hang
 		_sfs_run_list "$list" fuse
 		_sfs_sweep fuse "$BATS_TEST_TMPDIR" "$BATS_FILE_TMPDIR"
 		_sfs_run_list "$list" rest
@@ -340,6 +382,7 @@ sfs_cleanup() {
 sfs_cleanup_file() {
 	{
 		local list=$BATS_FILE_TMPDIR/.sfs-cleanup
+		_sfs_run_list "$list" hang
 		_sfs_sweep fuse "$BATS_RUN_TMPDIR/test" "$BATS_FILE_TMPDIR"
 		_sfs_run_list "$list" fuse
 		_sfs_sweep all "$BATS_RUN_TMPDIR/test"

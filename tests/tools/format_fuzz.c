@@ -37,6 +37,7 @@
 #include "whiteout/registry.c"
 #include "whiteout/inomap.c"
 #include "whiteout/origin.c"
+#include "xattr/xattr.c"
 
 /* ------------------------------------------------------------ random */
 
