@@ -36,6 +36,7 @@
 #include "whiteout/registry.c"
 #include "whiteout/inomap.c"
 #include "whiteout/origin.c"
+#include "whiteout/journal.c"
 
 /* ------------------------------------------------------------ random */
 
