@@ -104,7 +104,7 @@ cc_points() {
 # (commit, fsck-lower, fsck-upper), compare the union with before. Prints
 # what is wrong and returns 1.
 cc_check() {
-	local p=$1 how=$2 rc=0 out errs=() jnl=
+	local p=$1 how=$2 rc=0 out errs=() jnl= br
 	cc_fresh
 	cc_commit_fi "$p" kill && rc=0 || rc=$?
 	if ((rc != 137)); then
@@ -120,6 +120,14 @@ cc_check() {
 		elif [[ $out != *"unfinished stackfs commit"*"stackfs fsck --repair"* ]]; then
 			errs+=("the refused mount does not say what to run: $out")
 		fi
+		# fsck of either branch alone finds it (and changes nothing)
+		for br in "$UP" "$LO"; do
+			[[ $br == "$LO" && ! -e $LO/.stackfs/commit-from ]] && continue
+			rc=0
+			out=$("$SFS" fsck "$br" 2>&1) || rc=$?
+			((rc & 4)) && [[ $out == *"[COMMIT_UNFINISHED]"* || $out == *"[COMMIT_MARKER_STALE]"* ]] ||
+				errs+=("fsck $br (exit $rc) does not report the unfinished commit: $out")
+		done
 	fi
 	case $how in
 	commit)
