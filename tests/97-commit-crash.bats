@@ -122,6 +122,7 @@ cc_check() {
 		fi
 		# fsck of either branch alone finds it (and changes nothing)
 		for br in "$UP" "$LO"; do
+			[[ $br == "$UP" && -z $jnl ]] && continue
 			[[ $br == "$LO" && ! -e $LO/.stackfs/commit-from ]] && continue
 			rc=0
 			out=$("$SFS" fsck "$br" 2>&1) || rc=$?
@@ -213,4 +214,27 @@ cc_stop_signal() {
 
 @test "SIGTERM part way: the commit stops, undoes its moves, says to run it again and never to remove anything" {
 	cc_stop_signal term
+}
+
+@test "a corrupt journal is never acted on: commit, mount and fsck --repair refuse and say what it is" {
+	local off
+	cc_template wh
+	cc_fresh
+	cc_commit_fi 60 kill || true
+	[[ -f $UP/.stackfs/commit ]] || fail "no journal after the kill"
+	sfs_snapshot "$LO"
+	# one bit of the lower branch's path flipped: the checksum no longer matches
+	off=100
+	printf '\x01' | dd of="$UP/.stackfs/commit" bs=1 seek=$off conv=notrunc status=none
+	printf "$(printf '\\x%02x' $(( $(od -An -tu1 -j$off -N1 "$UP/.stackfs/commit") ^ 0x41 )))" |
+		dd of="$UP/.stackfs/commit" bs=1 seek=$off conv=notrunc status=none
+	run -1 "$SFS" commit "$UP" --into "$LO"
+	assert_output --partial "corrupt (checksum mismatch)"
+	refute_output --regexp "[Rr]emove|[Dd]elete"
+	run -1 "$SFS" mount "$UP:$LO" "$MNT"
+	assert_output --partial "unfinished stackfs commit"
+	run "$SFS" fsck --repair "$UP"
+	assert_output --partial "[COMMIT_UNFINISHED]"
+	(( status & 4 )) || fail "fsck --repair exited $status"
+	sfs_assert_unchanged "$LO"
 }

@@ -280,11 +280,16 @@ void sfs_jmark_free(struct sfs_jnl_mark *m)
 
 /* ------------------------------------------------------------ files */
 
-static int read_rec(int root_fd, const char *name, uint8_t **buf, size_t *len, char *err,
-		    size_t errlen)
+/* The largest records the bounds allow: reading stops there (-EFBIG). */
+#define JNL_FILE_MAX ((size_t)JNL_HEAD + SFS_JNL_PATH_MAX + STAGE_MAX + 4 + \
+		      (size_t)SFS_JNL_MAX_MOVES * (JNL_MOVE + 2 * SFS_JNL_PATH_MAX))
+#define MARK_FILE_MAX ((size_t)MARK_HEAD + SFS_JNL_PATH_MAX + 4)
+
+static int read_rec(int root_fd, const char *name, size_t max, uint8_t **buf, size_t *len,
+		    char *err, size_t errlen)
 {
 	int meta = sfs_meta_openat(root_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY, 0);
-	int ret = meta < 0 ? meta : sfs_meta_read_file(meta, name, 1u << 30, buf, len);
+	int ret = meta < 0 ? meta : sfs_meta_read_file(meta, name, max, buf, len);
 
 	if (meta >= 0)
 		close(meta);
@@ -292,15 +297,16 @@ static int read_rec(int root_fd, const char *name, uint8_t **buf, size_t *len, c
 		ret = -ENOENT; /* no metadata directory: nothing pending here */
 	if (ret < 0 && ret != -ENOENT)
 		snprintf(err, errlen, "%s/%s: %s", SFS_METADIR_NAME, name,
-			 ret == -EINVAL ? "not a regular file" : strerror(-ret));
-	return ret == -EINVAL ? -EUCLEAN : ret;
+			 ret == -EINVAL ? "not a regular file" :
+			 ret == -EFBIG ? "is corrupt (longer than its bounds allow)" : strerror(-ret));
+	return ret == -EINVAL || ret == -EFBIG ? -EUCLEAN : ret;
 }
 
 int sfs_jnl_read(int root_fd, struct sfs_journal *j, char *err, size_t errlen)
 {
 	uint8_t *buf;
 	size_t len;
-	int ret = read_rec(root_fd, SFS_META_COMMIT, &buf, &len, err, errlen);
+	int ret = read_rec(root_fd, SFS_META_COMMIT, JNL_FILE_MAX, &buf, &len, err, errlen);
 
 	if (ret < 0)
 		return ret;
@@ -313,7 +319,8 @@ int sfs_jmark_read(int root_fd, struct sfs_jnl_mark *m, char *err, size_t errlen
 {
 	uint8_t *buf;
 	size_t len;
-	int ret = read_rec(root_fd, SFS_META_COMMIT_FROM, &buf, &len, err, errlen);
+	int ret = read_rec(root_fd, SFS_META_COMMIT_FROM, MARK_FILE_MAX, &buf, &len, err,
+			   errlen);
 
 	if (ret < 0)
 		return ret;
