@@ -151,6 +151,8 @@ cc_check() {
 	out=$(diff "$CC/before" <(cc_view "$UP:$LO")) || errs+=("the union ($how) differs from before:
 $(head -n 20 <<<"$out")")
 	[[ -z $(find "$LO" -maxdepth 1 -name '.wh..wh.sfs-moved.*') ]] || errs+=("a staging directory is left in $LO")
+	out=$(find "$LO" -name '.wh..wh.sfs-commit.*')
+	[[ -z $out ]] || errs+=("temporary copies left in $LO: $out")
 	if [[ $how == commit ]] && ((p % 3 == 0)); then
 		out=$(diff "$CC/before" <(cc_view "$LO=ro")) || errs+=("the lower branch alone differs from before:
 $(head -n 20 <<<"$out")")

@@ -389,6 +389,45 @@ int sfs_jnl_finish(int rw_fd, int lower_fd, const struct sfs_journal *j)
 	return ret;
 }
 
+/* Removes what the interrupted commit was building in LOWER: names
+ * .wh..wh.sfs-commit.PID.N (hidden by the union, never part of it), in
+ * every directory, not entering other filesystems nor following
+ * symlinks. */
+static int remove_tmps(int dir_fd, const char *prefix, size_t plen, int depth)
+{
+	int fd = sfs_meta_openat(dir_fd, ".", O_RDONLY | O_DIRECTORY, 0), ret = 0;
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	struct dirent *e;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return fd < 0 ? fd : -errno;
+	}
+	while (ret == 0 && (errno = 0, e = readdir(d))) {
+		int sub;
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		    (depth == 0 && !strcmp(e->d_name, SFS_METADIR_NAME)))
+			continue;
+		if (!strncmp(e->d_name, prefix, plen)) {
+			ret = sfs_meta_remove_tree(fd, e->d_name);
+			continue;
+		}
+		if (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN)
+			continue;
+		sub = sfs_meta_openat(fd, e->d_name, O_PATH | O_DIRECTORY, 0);
+		if (sub < 0)
+			continue; /* not a directory, a symlink, another filesystem */
+		ret = depth < 4096 ? remove_tmps(sub, prefix, plen, depth + 1) : 0;
+		close(sub);
+	}
+	if (ret == 0 && errno)
+		ret = -errno;
+	closedir(d);
+	return ret;
+}
+
 int sfs_jnl_recover(int rw_fd, int lower_fd, const struct sfs_journal *j,
 		    const char **done, char *err, size_t errlen)
 {
@@ -409,6 +448,15 @@ int sfs_jnl_recover(int rw_fd, int lower_fd, const struct sfs_journal *j,
 			if (ret == 0 && (ret = sync_fd(rw_fd)) < 0)
 				snprintf(err, errlen, "syncfs: %s", strerror(-ret));
 		}
+	}
+	if (ret == 0) {
+		char prefix[64];
+
+		snprintf(prefix, sizeof(prefix), SFS_JNL_TMP_PREFIX "%u.", j->pid);
+		ret = remove_tmps(lower_fd, prefix, strlen(prefix), 0);
+		if (ret < 0)
+			snprintf(err, errlen, "removing the commit's temporary copies: %s",
+				 strerror(-ret));
 	}
 	if (ret == 0 && (ret = sfs_jnl_finish(rw_fd, lower_fd, j)) < 0)
 		snprintf(err, errlen, "removing the journal: %s", strerror(-ret));
