@@ -40,13 +40,18 @@
 #include "stackfs/runtime.h"
 #include "whiteout/beneath.h"
 #include "whiteout/changes.h"
+#include "whiteout/journal.h"
 #include "whiteout/metadir.h"
 #include "whiteout/ondisk.h"
 #include "whiteout/whiteout.h"
 #include "xattr/xattr.h"
 
-#define TMP_PREFIX ".wh..wh.sfs-commit."   /* hidden by the union if left */
-#define STAGE_PREFIX ".wh..wh.sfs-moved."
+#define TMP_PREFIX SFS_JNL_TMP_PREFIX     /* hidden by the union if left */
+#define STAGE_PREFIX SFS_JNL_STAGE_PREFIX
+
+/* SIGINT, SIGTERM, SIGHUP: the commit stops before its next step and is
+ * undone (a stop while the rw branch is being emptied finishes that). */
+static volatile sig_atomic_t stop_signal;
 
 /* A directory of the rw branch with a redirect: the lower directory it
  * shows moves to its path. */
@@ -70,6 +75,7 @@ struct link {
 struct indexed {
 	char *vpath;
 	char name[32];                 /* of the index entry */
+	ino_t lower_ino;               /* the lower inode it stands for */
 };
 
 struct commit {
@@ -86,6 +92,8 @@ struct commit {
 	struct indexed *ix;            /* sorted by vpath */
 	size_t nix;
 	unsigned seq;
+	struct sfs_journal jnl;        /* what RW/.stackfs/commit says */
+	bool jnl_written;
 	/* progress */
 	uint64_t done, total;
 	struct sfs_progress bar;
@@ -119,6 +127,17 @@ static int fail(struct commit *c, int err, const char *path, const char *what)
 		c->err_what = what;
 	}
 	return err;
+}
+
+/* -EINTR once a stop signal came: checked before each step. */
+static int stopped(struct commit *c, const char *path)
+{
+	return stop_signal ? fail(c, -EINTR, path, "stopped by a signal") : 0;
+}
+
+static void on_stop(int sig)
+{
+	stop_signal = sig;
 }
 
 /* ------------------------------------------------------------ helpers */
@@ -216,11 +235,10 @@ static char *split_path(const char *path, const char **base)
 	return strndup(path, slash ? (size_t)(slash - path) : 0);
 }
 
-/* The whiteout style a branch's header records, or -1. */
-static int header_style(int root_fd)
+/* A branch's header: 0, or -1 when it has none that is valid. */
+static int read_header(int root_fd, struct sfs_header *h)
 {
 	uint8_t buf[128];
-	struct sfs_header h;
 	int dir = openat(root_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	int fd = dir < 0 ? -1 : openat(dir, SFS_META_HEADER, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf));
@@ -229,7 +247,17 @@ static int header_style(int root_fd)
 		close(fd);
 	if (dir >= 0)
 		close(dir);
-	if (n < 0 || sfs_header_parse(buf, (size_t)n, &h) != SFS_HDR_OK)
+	if (n < 0 || sfs_header_parse(buf, (size_t)n, h) != SFS_HDR_OK)
+		return -1;
+	return 0;
+}
+
+/* The whiteout style a branch's header records, or -1. */
+static int header_style(int root_fd)
+{
+	struct sfs_header h;
+
+	if (read_header(root_fd, &h) < 0)
 		return -1;
 	return h.flags & SFS_META_F_OVERLAY ? SFS_WH_OVERLAY : SFS_WH_AUFS;
 }
@@ -302,15 +330,53 @@ static int drop_extra_xattrs(int sfd, int dfd)
 	return ret;
 }
 
+/* An fd (not O_PATH) of the regular file or directory dir/name of the
+ * type of st, never following a symlink: -ESTALE when another type is
+ * there (the name was swapped). */
+static int open_meta_fd(int dir, const char *name, const struct stat *st)
+{
+	struct stat now;
+	int fd = openat(dir, name[0] ? name : ".", O_RDONLY | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW |
+			(S_ISDIR(st->st_mode) ? O_DIRECTORY : 0) | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &now) < 0 || (now.st_mode & S_IFMT) != (st->st_mode & S_IFMT)) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
 /* Gives ddir/dname the owner, xattrs, ACLs and mode of sdir/sname (not
- * its times: those go last). chown first: it clears set-ID bits. */
+ * its times: those go last). chown first: it clears set-ID bits. A
+ * regular file or directory gets them on its fd (a user who can write the
+ * directory cannot swap the name between the steps); a symlink, device or
+ * fifo by name, never followed. */
 static int copy_meta(int sdir, const char *sname, const struct stat *st, int ddir,
 		     const char *dname)
 {
 	bool lnk = S_ISLNK(st->st_mode);
 	char sp[PATH_MAX], dp[PATH_MAX];
-	int ret;
+	int ret, sfd, dfd;
 
+	if (S_ISREG(st->st_mode) || S_ISDIR(st->st_mode)) {
+		sfd = open_meta_fd(sdir, sname, st);
+		if (sfd < 0)
+			return sfd;
+		dfd = open_meta_fd(ddir, dname, st);
+		ret = dfd < 0 ? dfd : 0;
+		if (ret == 0 && fchown(dfd, st->st_uid, st->st_gid) < 0)
+			ret = -errno;
+		if (ret == 0)
+			ret = sfs_xattr_copy_fd(sfd, dfd);
+		if (ret == 0 && fchmod(dfd, st->st_mode & 07777) < 0)
+			ret = -errno;
+		close(sfd);
+		if (dfd >= 0)
+			close(dfd);
+		return ret;
+	}
 	if (fchownat(ddir, dname, st->st_uid, st->st_gid, AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
 	proc_path(sp, sizeof(sp), sdir, sname);
@@ -326,7 +392,17 @@ static int copy_meta(int sdir, const char *sname, const struct stat *st, int ddi
 static int copy_times(const struct stat *st, int ddir, const char *dname)
 {
 	struct timespec tv[2] = { st->st_atim, st->st_mtim };
+	int fd, ret = 0;
 
+	if (S_ISREG(st->st_mode) || S_ISDIR(st->st_mode)) {
+		fd = open_meta_fd(ddir, dname, st);
+		if (fd < 0)
+			return fd;
+		if (futimens(fd, tv) < 0)
+			ret = -errno;
+		close(fd);
+		return ret;
+	}
 	if (utimensat(ddir, dname[0] ? dname : ".", tv, AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
 	return 0;
@@ -570,6 +646,79 @@ static int ensure_t(struct commit *c, struct dctx *d)
 
 /* ------------------------------------------------------------ entries */
 
+/* Whether a lower inode has a copy in the rw branch's index. */
+static bool lower_indexed(const struct commit *c, ino_t ino)
+{
+	for (size_t i = 0; i < c->nix; i++)
+		if (c->ix[i].lower_ino == ino)
+			return true;
+	return false;
+}
+
+/* A lower file with several names whose copy is in the index gets the
+ * copy's data and attributes in place, keeping its inode and all its
+ * names: every name of it in the view shows the index copy until the rw
+ * branch is emptied, so the write never shows; and an undone commit
+ * leaves the lower names one inode, which the index still stands for
+ * (replacing them by new inodes lost that: the view's hard link). */
+static int rewrite_in_place(struct commit *c, struct dctx *d, const char *name, int sdir,
+			    const char *sname, const struct stat *st)
+{
+	char sp[PATH_MAX];
+	int in, out, sfd, dfd, ret = 0;
+
+	proc_path(sp, sizeof(sp), sdir, sname);
+	in = open(sp, O_RDONLY | O_NOFOLLOW | O_NOATIME | O_CLOEXEC);
+	if (in < 0 && errno == EPERM)
+		in = open(sp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	out = openat(d->T, name, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (out < 0)
+		ret = -errno;
+	if (ret == 0)
+		ret = sfs_copy_data(in, out, st->st_size);
+	if (ret == 0 && fdatasync(out) < 0)
+		ret = -errno;
+	close(in);
+	if (out >= 0)
+		close(out);
+	sfd = ret == 0 ? openat(sdir, sname[0] ? sname : ".", O_PATH | O_NOFOLLOW | O_CLOEXEC) : -1;
+	dfd = ret == 0 ? openat(d->T, name, O_PATH | O_NOFOLLOW | O_CLOEXEC) : -1;
+	if (ret == 0 && (sfd < 0 || dfd < 0))
+		ret = -errno;
+	if (ret == 0)
+		ret = drop_extra_xattrs(sfd, dfd);
+	if (sfd >= 0)
+		close(sfd);
+	if (dfd >= 0)
+		close(dfd);
+	if (ret == 0)
+		ret = copy_meta(sdir, sname, st, d->T, name);
+	if (ret == 0)
+		ret = copy_times(st, d->T, name);
+	if (ret == 0)
+		ret = copy_flags(sdir, sname, d->T, name);
+	return ret;
+}
+
+/* Whether d->T/name is already the inode at lower path `path`. */
+static bool same_lower(struct commit *c, struct dctx *d, const char *name, const char *path)
+{
+	struct stat a, b;
+	const char *base;
+	char *dir = split_path(path, &base);
+	int pfd = dir ? open_path(c->u.b[1].root_fd, dir) : -1;
+	bool r = pfd >= 0 && fstatat(pfd, base, &a, AT_SYMLINK_NOFOLLOW) == 0 &&
+		 fstatat(d->T, name, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_ino == b.st_ino &&
+		 a.st_dev == b.st_dev;
+
+	free(dir);
+	if (pfd >= 0)
+		close(pfd);
+	return r;
+}
+
 /* Places the non-directory shown at d/name (the rw branch's entry, or
  * the index's copy) into the lower branch. */
 static int place_file(struct commit *c, struct dctx *d, const char *name, const char *vpath,
@@ -593,6 +742,19 @@ static int place_file(struct commit *c, struct dctx *d, const char *name, const 
 	 * yet stands for every name of its lower file */
 	linked = st.st_nlink > 1 || indexed;
 	l = linked ? link_find(c, st.st_dev, st.st_ino) : NULL;
+	if (l && same_lower(c, d, name, l->path))
+		goto out_wh; /* a name of the lower inode rewritten in place */
+	if (!l && linked && S_ISREG(st.st_mode)) {
+		struct stat ex;
+
+		if (fstatat(d->T, name, &ex, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(ex.st_mode) &&
+		    ex.st_nlink > 1 && lower_indexed(c, ex.st_ino)) {
+			ret = rewrite_in_place(c, d, name, sdir, sname, &st);
+			if (ret < 0)
+				return fail(c, ret, vpath, "copying");
+			goto out_link;
+		}
+	}
 	if (l) {
 		/* another name of a file committed already */
 		const char *base;
@@ -661,6 +823,7 @@ static int place_file(struct commit *c, struct dctx *d, const char *name, const 
 		if (ret < 0)
 			return fail(c, ret, vpath, "setting the inode flags");
 	}
+out_link:
 	if (linked) {
 		rel = sfs_ch_join(d->vpath[0] ? d->vpath : "/", name);
 		ret = rel ? link_add(c, st.st_dev, st.st_ino, rel) : -ENOMEM;
@@ -1004,7 +1167,9 @@ static int commit_lower_names(struct commit *c, struct dctx *d, const struct raw
 		}
 		if ((e = ix_find(c, vpath))) {
 			progress(c, vpath);
-			ret = place_file(c, d, names[i], vpath, c->u.index_fd, e->name, true);
+			ret = stopped(c, vpath);
+			if (ret == 0)
+				ret = place_file(c, d, names[i], vpath, c->u.index_fd, e->name, true);
 		} else if (ix_under(c, vpath)) {
 			ret = sfs_ch_lookup(&c->u, d->V, names[i], false, &vc);
 			if (ret < 0)
@@ -1056,8 +1221,10 @@ static int commit_dir(struct commit *c, struct dctx *d)
 		if (!vpath)
 			return fail(c, -ENOMEM, d->vpath, "");
 		progress(c, vpath);
-		ret = apply_whiteout(c, d, rv[i].name, vpath,
-				     rv[i].kind == RAW_WH_OVERLAY ? SFS_WH_OVERLAY : SFS_WH_AUFS);
+		ret = stopped(c, vpath);
+		if (ret == 0)
+			ret = apply_whiteout(c, d, rv[i].name, vpath,
+					     rv[i].kind == RAW_WH_OVERLAY ? SFS_WH_OVERLAY : SFS_WH_AUFS);
 		free(vpath);
 	}
 	for (size_t i = 0; ret == 0 && i < rn; i++) {
@@ -1072,7 +1239,9 @@ static int commit_dir(struct commit *c, struct dctx *d)
 			break;
 		}
 		progress(c, vpath);
-		ret = sfs_ch_lookup(&c->u, d->V, rv[i].name, true, &vc);
+		ret = stopped(c, vpath);
+		if (ret == 0)
+			ret = sfs_ch_lookup(&c->u, d->V, rv[i].name, true, &vc);
 		if (ret == 0 && vc->l[0].b != 0)
 			ret = -ESTALE; /* the rw branch changed meanwhile */
 		if (ret < 0)
@@ -1178,6 +1347,9 @@ static int plan_index(struct commit *c, const char *vpath, const struct sfs_ch_s
 				c->ix = nv;
 				nv[c->nix].vpath = p;
 				snprintf(nv[c->nix].name, sizeof(nv[c->nix].name), "%s", vc->index_name);
+				/* FSID-INODE, hex (NOTES: work/ and index/) */
+				nv[c->nix].lower_ino = vc->l[0].b == 1 && strlen(vc->index_name) > 9 ?
+					(ino_t)strtoull(vc->index_name + 9, NULL, 16) : 0;
 				c->nix++;
 				p = NULL;
 			}
@@ -1208,22 +1380,129 @@ static int moved_cmp(const void *a, const void *b)
 	return dy - dx; /* deepest first */
 }
 
+/* Whether a planned move goes through the staging directory. */
+static bool is_staged_move(const struct moved *m)
+{
+	return m->src && strcmp(m->src, m->vpath);
+}
+
+/* The identities the journal and the marker name: the lower branch's
+ * (its filesystem's UUID and root inode), the rw branch's (the same and
+ * its branch UUID), and the rw root's times (put back after emptying). */
+static int journal_ids(struct commit *c, struct sfs_jnl_mark *mk)
+{
+	struct sfs_header h;
+	struct stat lst, rst;
+	int lfd = c->u.b[1].root_fd, rfd = c->u.b[0].root_fd, ret;
+
+	if (fstat(lfd, &lst) < 0 || fstat(rfd, &rst) < 0)
+		return -errno;
+	c->jnl.lower_ino = lst.st_ino;
+	c->jnl.rw_times[0] = rst.st_atim;
+	c->jnl.rw_times[1] = rst.st_mtim;
+	mk->rw_ino = rst.st_ino;
+	if (read_header(rfd, &h) == 0)
+		memcpy(mk->rw_uuid, h.uuid, 16);
+	ret = sfs_fs_uuid(lfd, c->jnl.lower_fs_uuid);
+	return ret < 0 ? ret : sfs_fs_uuid(rfd, mk->rw_fs_uuid);
+}
+
+/* The journal's list of moves: each lower directory's inode, old and new
+ * path, in the order they are staged (their names there: 0, 1, ...). */
+static int journal_moves(struct commit *c)
+{
+	struct sfs_journal *j = &c->jnl;
+
+	j->mv = calloc(c->nmv ? c->nmv : 1, sizeof(*j->mv));
+	if (!j->mv)
+		return fail(c, -ENOMEM, "/", "");
+	for (size_t i = 0; i < c->nmv; i++) {
+		struct moved *m = &c->mv[i];
+		struct sfs_jnl_move *jm = &j->mv[j->nmv];
+		const char *base;
+		char *dir;
+		struct stat st;
+		int pfd, ret = 0;
+
+		if (!is_staged_move(m))
+			continue;
+		dir = split_path(m->src, &base);
+		pfd = dir ? open_path(c->u.b[1].root_fd, dir) : -ENOMEM;
+		free(dir);
+		if (pfd >= 0 && fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			ret = -errno;
+		else if (pfd >= 0 && !S_ISDIR(st.st_mode))
+			ret = -ENOTDIR;
+		if (pfd >= 0)
+			close(pfd);
+		if (pfd < 0 || ret < 0)
+			return fail(c, pfd < 0 ? pfd : ret, m->src, "finding a lower directory to move");
+		jm->ino = st.st_ino;
+		jm->src = strdup(m->src);
+		jm->dst = strdup(m->vpath);
+		j->nmv++;
+		if (!jm->src || !jm->dst)
+			return fail(c, -ENOMEM, m->src, "");
+	}
+	if (j->nmv > SFS_JNL_MAX_MOVES)
+		return fail(c, -E2BIG, "/", "planning (too many moved directories for the journal)");
+	return 0;
+}
+
+/* The intent, before anything changes: the marker in LOWER (which rw
+ * branch to ask), then RW's journal, each written and fsynced. A crash
+ * between the two leaves a marker without a journal: nothing happened
+ * yet, commit and fsck remove it. */
+static int write_journal(struct commit *c)
+{
+	struct sfs_jnl_mark mk = { .rw = realpath(c->rw, NULL) };
+	struct sfs_journal *j = &c->jnl;
+	bool made = false;
+	int ret;
+
+	j->phase = SFS_JNL_MOVING;
+	j->flags = c->keep ? SFS_JNL_F_KEEP : 0;
+	j->pid = (uint32_t)getpid();
+	j->lower = realpath(c->into, NULL);
+	j->stage = strdup(c->stage_name);
+	if (!mk.rw || !j->lower || !j->stage) {
+		free(mk.rw);
+		return fail(c, -ENOMEM, "/", "writing the journal");
+	}
+	ret = journal_ids(c, &mk);
+	if (ret == 0)
+		ret = journal_moves(c);
+	if (ret == 0 && (ret = sfs_jmark_write(c->u.b[1].root_fd, &mk, &made)) < 0)
+		fail(c, ret, c->into, "writing the commit marker in the lower branch's .stackfs");
+	if (made)
+		j->flags |= SFS_JNL_F_MADE_META;
+	if (ret == 0 && (ret = sfs_jnl_write(c->u.b[0].root_fd, j)) < 0)
+		fail(c, ret, c->rw, "writing the journal .stackfs/" SFS_META_COMMIT);
+	c->jnl_written = ret == 0;
+	free(mk.rw);
+	return ret;
+}
+
 /* Moves every lower directory that a redirect moves into the staging
  * directory, deepest first, so that none is deleted or moved with its
- * parent before it reaches its place. */
+ * parent before it reaches its place. The journal lists them all before
+ * the first moves. */
 static int stage_moves(struct commit *c)
 {
+	size_t k = 0;
 	int ret = 0;
 
-	if (!c->nmv)
-		return 0;
-	qsort(c->mv, c->nmv, sizeof(c->mv[0]), moved_cmp);
+	if (c->nmv)
+		qsort(c->mv, c->nmv, sizeof(c->mv[0]), moved_cmp);
 	for (size_t i = 0; i < c->nmv; i++)
 		for (size_t j = i + 1; c->mv[i].src && j < c->nmv; j++)
 			if (c->mv[j].src && !strcmp(c->mv[i].src, c->mv[j].src))
 				return fail(c, -EUCLEAN, c->mv[j].vpath,
 					    "planning (two directories are moves of one lower directory)");
 	snprintf(c->stage_name, sizeof(c->stage_name), STAGE_PREFIX "%d", (int)getpid());
+	ret = write_journal(c);
+	if (ret < 0 || !c->jnl.nmv)
+		return ret;
 	if (mkdirat(c->u.b[1].root_fd, c->stage_name, 0700) < 0)
 		return fail(c, -errno, c->stage_name, "making the staging directory");
 	c->stage_fd = openat(c->u.b[1].root_fd, c->stage_name,
@@ -1236,12 +1515,15 @@ static int stage_moves(struct commit *c)
 		char *dir;
 		int pfd;
 
-		if (!m->src || !strcmp(m->src, m->vpath))
+		if (!is_staged_move(m))
 			continue;
+		ret = stopped(c, m->src);
+		if (ret < 0)
+			break;
 		dir = split_path(m->src, &base);
 		pfd = dir ? open_path(c->u.b[1].root_fd, dir) : -ENOMEM;
 		free(dir);
-		snprintf(m->staged, sizeof(m->staged), "%zu", i);
+		snprintf(m->staged, sizeof(m->staged), "%zu", k++);
 		if (pfd < 0 || renameat(pfd, base, c->stage_fd, m->staged) < 0) {
 			ret = fail(c, pfd < 0 ? pfd : -errno, m->src, "moving a lower directory aside");
 			m->staged[0] = '\0';
@@ -1252,35 +1534,24 @@ static int stage_moves(struct commit *c)
 	return ret;
 }
 
-/* After an error: the lower directories still in the staging directory
- * go back where they were (when their parent is still there), and the
- * staging directory goes when empty. */
-static void unstage(struct commit *c)
+/* After an error or a stop: the journal's recovery puts every moved
+ * lower directory back (the union shows what it showed before; what was
+ * copied into the lower branch stays, hidden by the rw branch). */
+static int undo(struct commit *c, char *msg, size_t len)
 {
-	bool left = false;
+	const char *done;
+	int ret;
 
-	for (size_t i = 0; i < c->nmv; i++) {
-		struct moved *m = &c->mv[i];
-		const char *base;
-		char *dir;
-		int pfd;
-
-		if (!m->staged[0])
-			continue;
-		dir = split_path(m->src, &base);
-		pfd = dir ? open_path(c->u.b[1].root_fd, dir) : -1;
-		free(dir);
-		if (pfd >= 0 && renameat2(c->stage_fd, m->staged, pfd, base, RENAME_NOREPLACE) == 0)
-			m->staged[0] = '\0';
-		else
-			left = true;
-		if (pfd >= 0)
-			close(pfd);
-	}
-	if (!left && unlinkat(c->u.b[1].root_fd, c->stage_name, AT_REMOVEDIR) == 0) {
+	if (!c->jnl_written)
+		return 0;
+	if (c->stage_fd >= 0) {
 		close(c->stage_fd);
 		c->stage_fd = -1;
 	}
+	ret = sfs_jnl_recover(c->u.b[0].root_fd, c->u.b[1].root_fd, &c->jnl, &done, msg, len);
+	if (ret == 0)
+		c->jnl_written = false;
+	return ret;
 }
 
 /* ------------------------------------------------------------ in use */
@@ -1375,63 +1646,6 @@ static pid_t daemon_using(const struct stat *dir)
 	return found;
 }
 
-/* ------------------------------------------------------------ emptying */
-
-/* Empties the rw branch: everything but .stackfs, and .stackfs's work/
- * and index/; the root keeps its attributes and times but loses its
- * marks. */
-static int empty_rw(struct commit *c)
-{
-	int root = c->u.b[0].root_fd, fd, ret = 0;
-	uint64_t mnt = c->u.b[0].mnt_id;
-	struct timespec tv[2];
-	struct dirent *e;
-	struct stat st;
-	DIR *d;
-
-	if (fstat(root, &st) < 0)
-		return fail(c, -errno, c->rw, "emptying the rw branch");
-	tv[0] = st.st_atim;
-	tv[1] = st.st_mtim;
-	for (int pass = 0; pass < 3 && ret == 0; pass++) {
-		int dir = pass == 0 ? fcntl(root, F_DUPFD_CLOEXEC, 0) :
-			  open_path(root, pass == 1 ? SFS_METADIR_NAME "/" SFS_META_WORK
-						    : SFS_METADIR_NAME "/" SFS_META_INDEX);
-
-		if (dir < 0) {
-			if (pass && (dir == -ENOENT || dir == -ENOTDIR))
-				continue;
-			return fail(c, dir, c->rw, "emptying the rw branch");
-		}
-		fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		d = fd < 0 ? NULL : fdopendir(fd);
-		if (!d) {
-			ret = fail(c, -errno, c->rw, "emptying the rw branch");
-			if (fd >= 0)
-				close(fd);
-			close(dir);
-			break;
-		}
-		while (ret == 0 && (errno = 0, e = readdir(d))) {
-			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
-			    (pass == 0 && !strcmp(e->d_name, SFS_METADIR_NAME)))
-				continue;
-			ret = remove_tree(dir, e->d_name, mnt);
-			if (ret < 0)
-				fail(c, ret, e->d_name, "emptying the rw branch");
-		}
-		if (ret == 0 && errno)
-			ret = fail(c, -errno, c->rw, "emptying the rw branch");
-		closedir(d);
-		close(dir);
-	}
-	if (ret == 0)
-		ret = clear_marks(root);
-	if (ret == 0 && utimensat(root, ".", tv, 0) < 0)
-		ret = -errno;
-	return ret < 0 ? fail(c, ret, c->rw, "emptying the rw branch") : 0;
-}
-
 /* ------------------------------------------------------------ command */
 
 static void print_json(const struct commit *c, const struct sfs_changes *ch, bool emptied,
@@ -1510,6 +1724,8 @@ static int check_branches(struct commit *c, const struct stat *rs, const struct 
 			snprintf(msg, sizeof(msg), "%s", strerror(-r));
 		if (fd >= 0)
 			close(fd);
+		if (r == -EINPROGRESS)
+			r = 0; /* an unfinished commit: resumed once the locks are held */
 		if (r < 0) {
 			snprintf(err, errlen, "%s: %s%s", names[i], msg,
 				 r == -EPROTONOSUPPORT ? "" : " (see stackfs fsck)");
@@ -1522,9 +1738,9 @@ out:
 	return ret;
 }
 
-/* An interrupted commit leaves its staging directory (the lower
- * directories it was moving) in the lower branch: a new commit would not
- * find them where the rw branch's redirects say. */
+/* A staging directory without a journal (left by a stackfs before the
+ * journal): it holds lower directories the rw branch's redirects look
+ * for, so a new commit would not find them. */
 static int check_leftovers(struct commit *c, char *err, size_t errlen)
 {
 	DIR *d = opendir(c->into);
@@ -1533,14 +1749,109 @@ static int check_leftovers(struct commit *c, char *err, size_t errlen)
 
 	while (d && !ret && (e = readdir(d))) {
 		if (!strncmp(e->d_name, STAGE_PREFIX, strlen(STAGE_PREFIX))) {
-			snprintf(err, errlen, "%s/%s: left by an interrupted commit (lower directories "
-				 "being moved); put them back or remove it first", c->into, e->d_name);
+			snprintf(err, errlen, "%s/%s: left by an interrupted commit without a journal: "
+				 "it holds lower directories that were being moved (keep it; see "
+				 "stackfs fsck %s)", c->into, e->d_name, c->into);
 			ret = SFS_EXIT_FAIL;
 		}
 	}
 	if (d)
 		closedir(d);
 	return ret;
+}
+
+/* A marker in LOWER without RW's journal: another rw branch's commit
+ * (refused), or ours stopped between the marker and the journal (nothing
+ * was changed) or after removing the journal (all was done): the marker
+ * goes. */
+static int resume_marker(struct commit *c, int rfd, int lfd, char *err, size_t errlen)
+{
+	struct sfs_jnl_mark mk;
+	char msg[300];
+	int ret = sfs_jmark_read(lfd, &mk, msg, sizeof(msg));
+
+	if (ret == -ENOENT)
+		return 0;
+	if (ret < 0) {
+		snprintf(err, errlen, "%s: %s (see stackfs fsck)", c->into, msg);
+		return SFS_EXIT_FAIL;
+	}
+	if (!sfs_jnl_same_branch(rfd, mk.rw_fs_uuid, mk.rw_ino)) {
+		snprintf(err, errlen, "%s has an unfinished commit from %s: run stackfs commit %s "
+			 "--into %s again, or stackfs fsck --repair %s", c->into, mk.rw, mk.rw,
+			 c->into, mk.rw);
+		sfs_jmark_free(&mk);
+		return SFS_EXIT_FAIL;
+	}
+	sfs_jmark_free(&mk);
+	fprintf(stderr, "stackfs: commit: %s: the marker of a commit from %s without its "
+		"journal (it stopped before changing anything, or after finishing); going on\n",
+		c->into, c->rw);
+	{
+		struct sfs_journal none = { 0 };
+
+		ret = sfs_jnl_finish(rfd, lfd, &none);
+	}
+	if (ret < 0) {
+		snprintf(err, errlen, "%s/%s/%s: %s", c->into, SFS_METADIR_NAME,
+			 SFS_META_COMMIT_FROM, strerror(-ret));
+		return SFS_EXIT_FAIL;
+	}
+	return 0;
+}
+
+/* An unfinished commit of RW (its journal) is finished or undone before
+ * anything new: said on stderr. */
+static int resume(struct commit *c, char *err, size_t errlen)
+{
+	int rfd = open(c->rw, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int lfd = open(c->into, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct sfs_journal j;
+	const char *done;
+	char msg[512];
+	int ret, status = 0;
+
+	if (rfd < 0 || lfd < 0) {
+		snprintf(err, errlen, "%s: %s", rfd < 0 ? c->rw : c->into, strerror(errno));
+		status = SFS_EXIT_FAIL;
+		goto out;
+	}
+	ret = sfs_jnl_read(rfd, &j, msg, sizeof(msg));
+	if (ret == -ENOENT) {
+		status = resume_marker(c, rfd, lfd, err, errlen);
+		goto out;
+	}
+	if (ret < 0) {
+		snprintf(err, errlen, "%s: %s (see stackfs fsck %s)", c->rw, msg, c->rw);
+		status = SFS_EXIT_FAIL;
+		goto out;
+	}
+	if (!sfs_jnl_same_branch(lfd, j.lower_fs_uuid, j.lower_ino)) {
+		snprintf(err, errlen, "%s has an unfinished commit into %s: run stackfs commit %s "
+			 "--into %s again, or stackfs fsck --repair %s", c->rw, j.lower, c->rw,
+			 j.lower, c->rw);
+		status = SFS_EXIT_FAIL;
+		goto out_jnl;
+	}
+	fprintf(stderr, "stackfs: commit: %s: resuming an unfinished commit into %s (pid %u)\n",
+		c->rw, c->into, j.pid);
+	ret = sfs_jnl_recover(rfd, lfd, &j, &done, msg, sizeof(msg));
+	if (ret < 0) {
+		snprintf(err, errlen, "%s: the unfinished commit could not be recovered: %s; its "
+			 "journal is kept: run stackfs commit again or stackfs fsck --repair %s",
+			 c->rw, msg, c->rw);
+		status = SFS_EXIT_FAIL;
+		goto out_jnl;
+	}
+	fprintf(stderr, "stackfs: commit: the unfinished commit was %s\n", done);
+out_jnl:
+	sfs_jnl_free(&j);
+out:
+	if (rfd >= 0)
+		close(rfd);
+	if (lfd >= 0)
+		close(lfd);
+	return status;
 }
 
 /* The branches below the lower one, from the rw branch's last mount:
@@ -1597,6 +1908,7 @@ static void commit_release(struct commit *c)
 		close(c->stage_fd);
 	free(c->err_path);
 	sfs_ch_union_close(&c->u);
+	sfs_jnl_free(&c->jnl);
 }
 
 /* Applies the rw branch to the lower one: 0 or -errno (c->err says
@@ -1666,12 +1978,81 @@ static int apply(struct commit *c)
 		ret = fail(c, -errno, c->into, "syncfs");
 	if (sfd >= 0)
 		close(sfd);
-	if (ret < 0 && c->stage_fd >= 0)
-		unstage(c);
 	if (root.T >= 0)
 		close(root.T);
 	sfs_ch_stack_free(V);
 	return ret;
+}
+
+/* Once LOWER is complete and synced: the journal says so (from then on
+ * a recovery finishes instead of undoing), RW is emptied and synced,
+ * then the marker and the journal go. */
+static int finish_commit(struct commit *c, bool *emptied)
+{
+	char msg[PATH_MAX + 200];
+	int ret, rfd = c->u.b[0].root_fd;
+
+	c->jnl.phase = SFS_JNL_APPLIED;
+	ret = sfs_jnl_write(rfd, &c->jnl);
+	if (ret < 0) {
+		c->jnl.phase = SFS_JNL_MOVING; /* still undone by the journal on disk */
+		return fail(c, ret, c->rw, "writing the journal .stackfs/" SFS_META_COMMIT);
+	}
+	if (!c->keep) {
+		ret = sfs_jnl_empty_rw(rfd, c->jnl.rw_times, msg, sizeof(msg));
+		if (ret == 0) {
+			int fd = openat(rfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+			if (fd < 0 || syncfs(fd) < 0)
+				ret = -errno;
+			if (fd >= 0)
+				close(fd);
+		}
+		if (ret < 0)
+			return fail(c, ret, c->rw, "emptying the rw branch");
+		*emptied = true;
+	}
+	ret = sfs_jnl_finish(rfd, c->u.b[1].root_fd, &c->jnl);
+	if (ret < 0)
+		return fail(c, ret, c->rw, "removing the journal .stackfs/" SFS_META_COMMIT);
+	c->jnl_written = false;
+	return 0;
+}
+
+/* What a failed commit left, on stderr: never advice to delete anything
+ * (what is left holds data); the journal is what to recover by. */
+static void report_failure(struct commit *c)
+{
+	char msg[PATH_MAX + 200];
+	int ret;
+
+	fprintf(stderr, "stackfs: commit: %s: %s: %s\n", c->err_path ? c->err_path : "?",
+		c->err_what ? c->err_what : "", strerror(-c->err));
+	if (!c->jnl_written) {
+		fprintf(stderr, "stackfs: commit: stopped before anything was changed\n");
+		return;
+	}
+	if (c->jnl.phase == SFS_JNL_APPLIED) {
+		fprintf(stderr, "stackfs: commit: %s holds the changes, but %s was not emptied "
+			"completely: run stackfs commit %s --into %s again (or stackfs fsck --repair "
+			"%s) to finish\n", c->into, c->rw, c->rw, c->into, c->rw);
+		return;
+	}
+	ret = undo(c, msg, sizeof(msg));
+	if (ret < 0) {
+		fprintf(stderr, "stackfs: commit: undoing: %s\n", msg);
+		fprintf(stderr, "stackfs: commit: stopped after %llu of %llu entries; the journal "
+			"%s/%s/%s is kept: run stackfs commit %s --into %s again, or stackfs fsck "
+			"--repair %s (do not remove anything by hand)\n",
+			(unsigned long long)c->done, (unsigned long long)c->total, c->rw,
+			SFS_METADIR_NAME, SFS_META_COMMIT, c->rw, c->into, c->rw);
+		return;
+	}
+	fprintf(stderr, "stackfs: commit: stopped after %llu of %llu entries and undone: the "
+		"union of %s over %s shows what it showed before (%s holds copies of some of "
+		"%s's entries, hidden by it); %s was left as it was\n",
+		(unsigned long long)c->done, (unsigned long long)c->total, c->rw, c->into,
+		c->into, c->rw, c->rw);
 }
 
 /* An error before anything changed: on stderr, and kept for --json. */
@@ -1731,6 +2112,14 @@ static int run_commit(int argc, char **argv)
 		return sfs_cli_usage_error(&sfs_cmd_commit, "--into LOWERBRANCH is needed");
 	c.rw = argv[optind];
 	sfs_progress_init(&c.bar, 0);
+	{
+		struct sigaction sa = { .sa_handler = on_stop };
+
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGHUP, &sa, NULL);
+	}
 
 	if (stat(c.rw, &rs) < 0 || stat(c.into, &ls) < 0) {
 		int e = errno;
@@ -1747,8 +2136,6 @@ static int run_commit(int argc, char **argv)
 		goto out;
 	}
 	status = check_branches(&c, &rs, &ls, err, sizeof(err));
-	if (status == 0)
-		status = check_leftovers(&c, err, sizeof(err));
 	if (status == SFS_EXIT_USAGE)
 		return sfs_cli_usage_error(&sfs_cmd_commit, "%s", err);
 	if (status) {
@@ -1788,6 +2175,13 @@ static int run_commit(int argc, char **argv)
 			goto out;
 		}
 	}
+	status = resume(&c, err, sizeof(err));
+	if (status == 0)
+		status = check_leftovers(&c, err, sizeof(err));
+	if (status) {
+		efail(early, sizeof(early), "%s\n", err);
+		goto out;
+	}
 	status = branches_below(&c, &ls, &below, &nbelow, err, sizeof(err));
 	if (status) {
 		efail(early, sizeof(early), "%s\n", err);
@@ -1826,34 +2220,11 @@ static int run_commit(int argc, char **argv)
 	}
 	ret = apply(&c);
 	sfs_progress_erase(&c.bar);
-	if (ret == 0 && !c.keep) {
-		ret = empty_rw(&c);
-		emptied = ret == 0;
-		if (ret == 0) {
-			int fd = openat(c.u.b[0].root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-			if (fd >= 0) {
-				syncfs(fd);
-				close(fd);
-			}
-		}
-	}
+	if (ret == 0)
+		ret = finish_commit(&c, &emptied);
 	if (ret < 0) {
 		status = SFS_EXIT_FAIL;
-		fprintf(stderr, "stackfs: commit: %s: %s: %s\n", c.err_path ? c.err_path : "?",
-			c.err_what ? c.err_what : "", strerror(-c.err));
-		if (c.done == 0 && !c.stage_name[0])
-			fprintf(stderr, "stackfs: commit: stopped before anything was changed\n");
-		else if (emptied || (c.err_what && !strcmp(c.err_what, "emptying the rw branch")))
-			fprintf(stderr, "stackfs: commit: %s was committed into %s, but emptying %s "
-				"failed part way: it still holds some changes (already in %s)\n",
-				c.rw, c.into, c.rw, c.into);
-		else
-			fprintf(stderr, "stackfs: commit: stopped after %llu of %llu entries: %s is "
-				"partly changed; %s was left as it was%s%s%s\n",
-				(unsigned long long)c.done, (unsigned long long)c.total, c.into, c.rw,
-				c.stage_fd >= 0 ? " (moved directories wait in " : "",
-				c.stage_fd >= 0 ? c.stage_name : "", c.stage_fd >= 0 ? ")" : "");
+		report_failure(&c);
 	} else if (!c.json) {
 		printf("%s committed into %s: %u added, %u changed, %u deleted; %s\n", c.rw, c.into,
 		       ch.added, ch.changed, ch.deleted,
@@ -1894,6 +2265,10 @@ const struct sfs_cmd sfs_cmd_commit = {
 		"  --keep      leave RWBRANCH as it is (else it is emptied, but .stackfs)\n"
 		"  --json      print the result as one JSON object\n"
 		"\n"
-		"Refused while either branch is used by a mounted stackfs.\n"
+		"Refused while either branch is used by a mounted stackfs. A journal in\n"
+		"RWBRANCH/.stackfs/commit makes it safe to interrupt: an error or SIGINT,\n"
+		"SIGTERM, SIGHUP undoes it; a killed commit is finished or undone by the\n"
+		"next `stackfs commit` of the same branches or by `stackfs fsck --repair`\n"
+		"of either (until then neither branch mounts).\n"
 		"Exit status: 0 success, 1 an error (what was done is reported), 2 usage.\n",
 };

@@ -13,6 +13,7 @@
 
 #include "stackfs/branch.h"
 #include "stackfs/escape.h"
+#include "whiteout/journal.h"
 #include "whiteout/metadir.h"
 
 /* Messages name paths as given: sfs_msg_vfit keeps them on one line and
@@ -223,6 +224,19 @@ static int meta_check(const struct sfs_branch *b, unsigned idx,
 	return ret;
 }
 
+/* A read-only branch in the middle of a commit (its marker) shows half
+ * of it: refused like a rw one (sfs_meta_check says the same). */
+static int pending_check(const struct sfs_branch *b, unsigned idx,
+			 const struct sfs_branch_spec *spec, char *err, size_t errlen)
+{
+	char why[256];
+	int ret = sfs_jnl_pending(b->root_fd, why, sizeof(why));
+
+	if (ret < 0)
+		berr(err, errlen, "branch %u (\"%s\"): %s", idx, spec->path, why);
+	return ret;
+}
+
 int sfs_snap_open(const struct sfs_branch_spec *specs, size_t n,
 		  const char *mountpoint, struct sfs_snap **out,
 		  char *err, size_t errlen)
@@ -266,6 +280,10 @@ int sfs_snap_open(const struct sfs_branch_spec *specs, size_t n,
 		b = s->b[i];
 		if (b->mode == SFS_BRANCH_RW) {
 			ret = meta_check(b, i + 1, &specs[i], err, errlen);
+			if (ret)
+				goto out_free;
+		} else {
+			ret = pending_check(b, i + 1, &specs[i], err, errlen);
 			if (ret)
 				goto out_free;
 		}

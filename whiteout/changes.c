@@ -624,9 +624,11 @@ int sfs_ch_lookup(struct sfs_ch_union *u, const struct sfs_ch_stack *dst,
 	r.dpath = NULL;
 	res_drop(&r);
 	/* a lower file with several names, copied up through another one:
-	 * this name shows the copy in b[0]'s index */
+	 * this name shows the copy in b[0]'s index (also when its link count
+	 * is down to 1: an undone commit replaced the other names in the
+	 * lower branch, and the union still shows the copy) */
 	if (use_index && u->nidx && st->n == 1 && st->l[0].b > 0 &&
-	    S_ISREG(st->top.st_mode) && st->top.st_nlink > 1) {
+	    S_ISREG(st->top.st_mode)) {
 		const struct sfs_ch_index *e = index_find(u, st->l[0].b, st->top.st_ino);
 		struct stat ist;
 		int fd = e ? openat(u->index_fd, e->name, O_PATH | O_NOFOLLOW | O_CLOEXEC) : -1;

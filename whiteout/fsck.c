@@ -25,6 +25,7 @@
 
 #include "whiteout/beneath.h"
 #include "whiteout/fsck.h"
+#include "whiteout/journal.h"
 #include "whiteout/ondisk.h"
 #include "whiteout/origin.h"
 #include "whiteout/whiteout.h"
@@ -56,6 +57,8 @@ struct fsck {
 	int meta_fd;             /* O_PATH of .stackfs, or -1 */
 	bool v0;                 /* a version 0 metadata dir */
 	bool stop;               /* a newer format: check nothing more */
+	bool pending;            /* an unfinished commit: the tree is half of it */
+	bool marker_only;        /* .stackfs holds nothing but a commit's marker */
 	struct lower_br *low;
 	size_t nlow;
 	bool lowers_known;
@@ -338,10 +341,17 @@ static void headerless(struct fsck *f)
 	for (size_t i = 0; i < n; i++) {
 		if (!strcmp(v[i], SFS_META_WORK))
 			work = true;
-		else if (strcmp(v[i], SFS_META_LOCK) && strcmp(v[i], SFS_META_HEADER ".tmp"))
+		else if (strcmp(v[i], SFS_META_LOCK) && strcmp(v[i], SFS_META_HEADER ".tmp") &&
+			 strcmp(v[i], SFS_META_COMMIT_FROM) &&
+			 strcmp(v[i], SFS_META_COMMIT_FROM ".tmp"))
 			other = true;
 	}
 	free_names(v, n);
+	if (!work && !other) {
+		/* made by a commit for its marker in a branch without one */
+		f->marker_only = true;
+		return;
+	}
 	if (work && !other) {
 		f->v0 = true;
 		message(f, false, "%s has format version 0 (made before format 1): "
@@ -929,11 +939,12 @@ static void check_meta_entries(struct fsck *f)
 {
 	static const char *const known[] = {
 		SFS_META_HEADER, SFS_META_REGISTRY, SFS_META_INOMAP, SFS_META_LOWERS,
-		SFS_META_LOCK, SFS_META_WORK, SFS_META_INDEX,
+		SFS_META_LOCK, SFS_META_WORK, SFS_META_INDEX, SFS_META_COMMIT,
+		SFS_META_COMMIT_FROM,
 	};
 	static const char *const tmps[] = {
 		SFS_META_HEADER ".tmp", SFS_META_REGISTRY ".tmp", SFS_META_INOMAP ".tmp",
-		SFS_META_LOWERS ".tmp",
+		SFS_META_LOWERS ".tmp", SFS_META_COMMIT ".tmp", SFS_META_COMMIT_FROM ".tmp",
 	};
 	char **v;
 	size_t n;
@@ -967,6 +978,147 @@ static void check_meta_entries(struct fsck *f)
 		}
 	}
 	free_names(v, n);
+}
+
+/* ------------------------------------------------------------ commit */
+
+static void uuid_str(const uint8_t u[16], char out[40])
+{
+	for (int i = 0, k = 0; i < 16; i++)
+		k += snprintf(out + k, 40 - (size_t)k, "%s%02x",
+			      i == 4 || i == 6 || i == 8 || i == 10 ? "-" : "", u[i]);
+}
+
+static const char *phase_str(const struct sfs_journal *j)
+{
+	return j->phase == SFS_JNL_MOVING ? "part way: --repair puts the moved lower directories back"
+		: "the lower branch is complete: --repair finishes emptying the rw branch";
+}
+
+/* This branch's own journal: a commit from it into j->lower. */
+static void commit_from_here(struct fsck *f, const struct sfs_journal *j)
+{
+	const char *path = "/" SFS_METADIR_NAME "/" SFS_META_COMMIT, *how;
+	int lfd = open(j->lower, O_PATH | O_DIRECTORY | O_CLOEXEC), ret;
+	struct sfs_fsck_problem *p;
+	char msg[512];
+
+	p = found(f, SFS_PR_COMMIT_UNFINISHED, lfd >= 0, path, "into %s, %s%s", j->lower,
+		  phase_str(j), lfd >= 0 ? "" : " (the lower branch cannot be opened)");
+	if (!p) {
+		f->pending = true;
+		goto out;
+	}
+	ret = sfs_jnl_recover(f->root_fd, lfd, j, &how, msg, sizeof(msg));
+	if (ret < 0) {
+		message(f, true, "%s: %s", path, msg);
+		f->pending = true;
+	} else {
+		message(f, false, "the unfinished commit into %s was %s", j->lower, how);
+	}
+	done(f, p, ret);
+out:
+	if (lfd >= 0)
+		close(lfd);
+}
+
+/* Recovers, from this lower branch, the commit the marker names: with the
+ * rw branch's lock (a running commit holds it). */
+static int recover_from_lower(struct fsck *f, int rfd, const struct sfs_journal *j)
+{
+	const char *how;
+	char msg[512];
+	int lk = sfs_meta_lock(rfd, true), ret;
+
+	if (lk < 0 && lk != -ENOENT) {
+		message(f, true, "%s: %s", j->lower, lk == -EBUSY ?
+			"the rw branch is in use (a commit running?)" : strerror(-lk));
+		return lk;
+	}
+	ret = sfs_jnl_recover(rfd, f->root_fd, j, &how, msg, sizeof(msg));
+	if (ret < 0)
+		message(f, true, "%s", msg);
+	else
+		message(f, false, "the unfinished commit into this branch was %s", how);
+	if (lk >= 0)
+		close(lk);
+	return ret;
+}
+
+/* This branch's marker: a commit into it from the rw branch it names. */
+static void commit_into_here(struct fsck *f, const struct sfs_jnl_mark *m)
+{
+	const char *path = "/" SFS_METADIR_NAME "/" SFS_META_COMMIT_FROM;
+	int rfd = open(m->rw, O_PATH | O_DIRECTORY | O_CLOEXEC), ret;
+	struct sfs_fsck_problem *p;
+	struct sfs_journal j = { 0 };
+	char msg[512], u[40];
+
+	uuid_str(m->rw_uuid, u);
+	if (rfd < 0 || !sfs_jnl_same_branch(rfd, m->rw_fs_uuid, m->rw_ino)) {
+		found(f, SFS_PR_COMMIT_UNFINISHED, false, path, "from branch %s at %s, which is not "
+		      "there: bring it back, then run stackfs fsck --repair on it", u, m->rw);
+		f->pending = true;
+		goto out;
+	}
+	ret = sfs_jnl_read(rfd, &j, msg, sizeof(msg));
+	if (ret == -ENOENT || (ret == 0 && !sfs_jnl_same_branch(f->root_fd, j.lower_fs_uuid,
+								 j.lower_ino))) {
+		struct sfs_journal none = { 0 };
+
+		p = found(f, SFS_PR_COMMIT_MARKER_STALE, true, path, "from %s", m->rw);
+		if (p)
+			done(f, p, sfs_jnl_finish(-1, f->root_fd, &none));
+		else
+			f->pending = true;
+		goto out;
+	}
+	if (ret < 0) {
+		found(f, SFS_PR_COMMIT_UNFINISHED, false, path, "from branch %s at %s, whose journal "
+		      "cannot be read: %s", u, m->rw, msg);
+		f->pending = true;
+		goto out;
+	}
+	p = found(f, SFS_PR_COMMIT_UNFINISHED, true, path, "from branch %s at %s, %s", u, m->rw,
+		  phase_str(&j));
+	if (!p) {
+		f->pending = true;
+		goto out;
+	}
+	ret = recover_from_lower(f, rfd, &j);
+	f->pending |= ret < 0;
+	done(f, p, ret);
+out:
+	sfs_jnl_free(&j);
+	if (rfd >= 0)
+		close(rfd);
+}
+
+/* An unfinished commit from or into this branch (journal.h). */
+static void check_commit(struct fsck *f)
+{
+	struct sfs_journal j;
+	struct sfs_jnl_mark m;
+	char msg[512];
+	int ret = sfs_jnl_read(f->root_fd, &j, msg, sizeof(msg));
+
+	if (ret == 0) {
+		commit_from_here(f, &j);
+		sfs_jnl_free(&j);
+	} else if (ret != -ENOENT) {
+		found(f, SFS_PR_COMMIT_UNFINISHED, false, "/" SFS_METADIR_NAME "/" SFS_META_COMMIT,
+		      "%s", msg);
+		f->pending = true;
+	}
+	ret = sfs_jmark_read(f->root_fd, &m, msg, sizeof(msg));
+	if (ret == 0) {
+		commit_into_here(f, &m);
+		sfs_jmark_free(&m);
+	} else if (ret != -ENOENT) {
+		found(f, SFS_PR_COMMIT_UNFINISHED, false,
+		      "/" SFS_METADIR_NAME "/" SFS_META_COMMIT_FROM, "%s", msg);
+		f->pending = true;
+	}
 }
 
 /* 0 to go on with the metadata dir's content, else skip it. */
@@ -1585,6 +1737,16 @@ static void check_aufs_name(struct fsck *f, int dfd, const char *name, const cha
 			done(f, p, sfs_meta_remove_tree(dfd, name));
 		return;
 	}
+	if (!strncmp(name, SFS_JNL_TMP_PREFIX, strlen(SFS_JNL_TMP_PREFIX))) {
+		p = found(f, SFS_PR_COMMIT_TMP, true, path, NULL);
+		if (p)
+			done(f, p, sfs_meta_remove_tree(dfd, name));
+		return;
+	}
+	if (!strncmp(name, SFS_JNL_STAGE_PREFIX, strlen(SFS_JNL_STAGE_PREFIX))) {
+		found(f, SFS_PR_COMMIT_STAGED, false, path, NULL);
+		return;
+	}
 	if (!target[0] || !strncmp(target, SFS_WH_PREFIX, SFS_WH_PREFIX_LEN)) {
 		found(f, SFS_PR_WH_RESERVED, false, path, NULL);
 		return;
@@ -1771,6 +1933,7 @@ static void check_tree(struct fsck *f)
 int sfs_fsck_run(const struct sfs_fsck_opts *o, struct sfs_fsck_result *r)
 {
 	struct fsck f = { .o = o, .r = r, .root_fd = o->root_fd, .meta_fd = -1 };
+	bool meta_gone = false;
 	int status;
 
 	memset(r, 0, sizeof(*r));
@@ -1779,8 +1942,12 @@ int sfs_fsck_run(const struct sfs_fsck_opts *o, struct sfs_fsck_result *r)
 	if (o->lowers && open_given_lowers(&f))
 		goto out;
 	if (open_meta(&f) == 0) {
-		check_header(&f);
-		if (!f.stop && !f.v0) {
+		check_commit(&f);
+		/* the commit's own .stackfs may have gone with its marker */
+		meta_gone = faccessat(f.root_fd, SFS_METADIR_NAME, F_OK, AT_SYMLINK_NOFOLLOW) < 0;
+		if (!meta_gone)
+			check_header(&f);
+		if (!meta_gone && !f.stop && !f.v0 && !f.marker_only) {
 			check_registry(&f);
 			check_inomap(&f);
 			check_lowers_file(&f);
@@ -1789,14 +1956,19 @@ int sfs_fsck_run(const struct sfs_fsck_opts *o, struct sfs_fsck_result *r)
 	/* the index is judged against the lower branches too */
 	if (!f.stop)
 		find_lowers(&f);
-	if (f.meta_fd >= 0 && !f.stop) {
+	if (f.meta_fd >= 0 && !meta_gone && !f.stop && !f.marker_only) {
 		if (!f.v0)
 			check_index(&f);
 		check_work(&f);
 		check_meta_entries(&f);
 	}
-	if (!f.stop)
+	if (!f.stop && f.pending) {
+		/* a whiteout would seem to hide nothing where the commit moved
+		 * or deleted the lower entry: its removal would lose it */
+		message(&f, false, "the tree is not checked while a commit is unfinished");
+	} else if (!f.stop) {
 		check_tree(&f);
+	}
 out:
 	r->lowers_known = f.lowers_known;
 	r->lowers = calloc(f.nlow ? f.nlow : 1, sizeof(char *));

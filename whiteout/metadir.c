@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "whiteout/beneath.h"
+#include "whiteout/journal.h"
 #include "whiteout/ondisk.h"
 
 /* linux/fs.h has it from 6.5; older headers do not. */
@@ -493,7 +494,9 @@ static int classify_headerless(int dir_fd, enum sfs_meta_state *state,
 	while ((e = readdir(d))) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
 		    !strcmp(e->d_name, SFS_META_HEADER ".tmp") ||
-		    !strcmp(e->d_name, SFS_META_LOCK))
+		    !strcmp(e->d_name, SFS_META_LOCK) ||
+		    !strcmp(e->d_name, SFS_META_COMMIT_FROM) ||
+		    !strcmp(e->d_name, SFS_META_COMMIT_FROM ".tmp"))
 			continue;
 		if (!strcmp(e->d_name, SFS_META_WORK))
 			work = true;
@@ -649,6 +652,9 @@ int sfs_meta_check(int root_fd, enum sfs_meta_state *state,
 		return ret;
 	ret = check_dir(dir_fd, true, state, &h, err, errlen);
 	close(dir_fd);
+	/* a half-done commit: the view would be neither before nor after */
+	if (ret == 0)
+		ret = sfs_jnl_pending(root_fd, err, errlen);
 	return ret;
 }
 

@@ -117,6 +117,15 @@ static const struct sfs_problem_desc table[SFS_PR_COUNT] = {
 	   "none: removing it would change what the directory shows"),
 	PR(NESTED_META, "a stackfs metadata directory is below the branch root (a nested branch?)", 0,
 	   "none: it is visible in the union; remove it by hand if it is not a branch"),
+	/* stackfs commit */
+	PR(COMMIT_UNFINISHED, "a stackfs commit from or into this branch was interrupted (its journal is left)", 1,
+	   "finish it from the journal: before the lower branch is complete, put every moved lower directory back (the union shows what it showed before); after, empty the rw branch; then remove the journal and the marker"),
+	PR(COMMIT_MARKER_STALE, "a marker of a commit into this branch names a rw branch that has no journal for it", 1,
+	   "remove the marker (that commit stopped before it changed anything, or was finished)"),
+	PR(COMMIT_STAGED, "a staging directory of an interrupted commit without a journal holds lower directories", 0,
+	   "none: they hold data the rw branch's redirects look for; move them back to the paths the redirects name"),
+	PR(COMMIT_TMP, "a temporary copy of an interrupted commit is left", 1,
+	   "remove it (it never was in the union: .wh..wh. names are hidden)"),
 };
 
 const struct sfs_problem_desc *sfs_problem_desc(enum sfs_problem_code code)

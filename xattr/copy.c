@@ -25,3 +25,14 @@ int sfs_xattr_copy(const char *src, const char *dst, bool symlink)
 		return errno ? -errno : -EIO;
 	return 0;
 }
+
+int sfs_xattr_copy_fd(int src_fd, int dst_fd)
+{
+	/* the fds themselves: nothing is looked up by name, so a name swapped
+	 * meanwhile in a directory a user can write changes nothing */
+	if (attr_copy_fd(NULL, src_fd, NULL, dst_fd, copy_check, NULL) < 0)
+		return errno ? -errno : -EIO;
+	if (perm_copy_fd(NULL, src_fd, NULL, dst_fd, NULL) < 0)
+		return errno ? -errno : -EIO;
+	return 0;
+}

@@ -21,6 +21,9 @@ int sfs_xattr_remove(int fd, const char *ent, const char *name);
  * for symlinks), from path src to path dst; neither final component is
  * followed. 0 or -errno (the target's refusal, e.g. -ENOTSUP, -ENOSPC). */
 int sfs_xattr_copy(const char *src, const char *dst, bool symlink);
+/* The same between two open fds (not O_PATH) of regular files or
+ * directories. */
+int sfs_xattr_copy_fd(int src_fd, int dst_fd);
 
 /* Attributes of the union's on-disk format (whiteout and opaque markers
  * of overlayfs, our own namespace): never shown, never set through it. */

@@ -9,12 +9,16 @@
  *   SFS_FI_ROOTS  colon-separated path prefixes: only calls on entries
  *                 beneath them count (the branches; not /dev/fuse, the pid
  *                 file or a socket)
+ *   SFS_FI_ARM    when set, the control file is read at start as by
+ *                 SIGUSR2 (for a short-lived process such as stackfs
+ *                 commit, whose every call counts)
  * SIGUSR2 arms: the handler reads the control file, one line
  *   KINDS N ACTION
  * KINDS: comma-separated kinds below, or "mut" for all of them; N: which
  * call (from 1) of those kinds acts, 0 to only count; ACTION: "count",
  * "kill" (SIGKILL before the call is made), "killafter" (SIGKILL once the
- * call returned), or an errno name (ENOSPC, EIO, EDQUOT, ...: the call is
+ * call returned), "term" (SIGTERM before the call, which is then made:
+ * a process that handles it stops at its own pace), or an errno name (ENOSPC, EIO, EDQUOT, ...: the call is
  * not made and fails with it), with a trailing "+" for every call from
  * the Nth on. Counters restart at 0; the trace gets "ARMED <line>".
  *
@@ -67,7 +71,7 @@ static const char *const kind_names[K_NKINDS] = {
 	"xattr", "sync", "attr", "mkdir", "symlink", "mknod",
 };
 
-enum action { A_COUNT, A_KILL, A_KILLAFTER, A_ERRNO };
+enum action { A_COUNT, A_KILL, A_KILLAFTER, A_TERM, A_ERRNO };
 
 /* The armed configuration. Written by the signal handler while the
  * daemon is idle (the test arms between workloads), read by any thread. */
@@ -189,6 +193,8 @@ static int parse_ctl(char *line)
 		act = A_KILL;
 	else if (!strcmp(a, "killafter"))
 		act = A_KILLAFTER;
+	else if (!strcmp(a, "term"))
+		act = A_TERM;
 	else if ((err = errno_of(a)))
 		act = A_ERRNO;
 	else
@@ -243,6 +249,8 @@ __attribute__((constructor)) static void fi_init(void)
 		r += l + (r[l] == ':');
 	}
 	sigaction(SIGUSR2, &sa, NULL);
+	if (getenv("SFS_FI_ARM"))
+		on_arm(0);
 }
 
 /* ------------------------------------------------------------ matching */
@@ -319,6 +327,12 @@ static int check(enum kind k, const char *fn, int dirfd, const char *name,
 	}
 	if (act == A_KILLAFTER) {
 		*after = true;
+		return 0;
+	}
+	if (act == A_TERM) {
+		snprintf(line, sizeof(line), "TERM %ld\n", seq);
+		log_line(line);
+		kill(getpid(), SIGTERM);
 		return 0;
 	}
 	snprintf(line, sizeof(line), "FAIL %ld %d\n", seq, err);

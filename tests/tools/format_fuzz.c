@@ -38,6 +38,7 @@
 #include "whiteout/inomap.c"
 #include "whiteout/origin.c"
 #include "xattr/xattr.c"
+#include "whiteout/journal.c"
 
 /* ------------------------------------------------------------ random */
 

@@ -1,0 +1,415 @@
+/* The commit journal and marker: their bytes (NOTES.md, "On-disk format",
+ * "Commit journal") and their files. A record may be hostile (anyone who
+ * could write RW's .stackfs): every length is bounded, every path checked
+ * to stay a plain path beneath a branch root, the checksum covers all. */
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "whiteout/journal.h"
+#include "whiteout/ondisk.h"
+
+#define JNL_MAGIC "SFSCMT\0\0"
+#define MARK_MAGIC "SFSCMF\0\0"
+#define JNL_VERSION 1u
+#define JNL_HEAD 96u
+#define JNL_MOVE 16u
+#define MARK_HEAD 56u
+#define STAGE_MAX 63u
+
+/* ------------------------------------------------------------ bytes */
+
+static void jput16(uint8_t *p, uint16_t v) { v = htole16(v); memcpy(p, &v, 2); }
+static void jput32(uint8_t *p, uint32_t v) { v = htole32(v); memcpy(p, &v, 4); }
+static void jput64(uint8_t *p, uint64_t v) { v = htole64(v); memcpy(p, &v, 8); }
+static uint16_t jget16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return le16toh(v); }
+static uint32_t jget32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return le32toh(v); }
+static uint64_t jget64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return le64toh(v); }
+
+static bool jzeros(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+/* An absolute path of plain components: no empty, ".", ".." one, no NUL. */
+static bool path_ok(const char *p, size_t len)
+{
+	size_t i = 1;
+
+	if (len < 1 || len > SFS_JNL_PATH_MAX || p[0] != '/' || memchr(p, 0, len))
+		return false;
+	if (len == 1)
+		return true;
+	while (i <= len) {
+		size_t j = i;
+
+		while (j < len && p[j] != '/')
+			j++;
+		if (j == i || (j - i == 1 && p[i] == '.') ||
+		    (j - i == 2 && p[i] == '.' && p[i + 1] == '.') || j - i > 255)
+			return false;
+		i = j + 1;
+	}
+	return true;
+}
+
+static bool stage_ok(const char *s, size_t len)
+{
+	size_t pl = strlen(SFS_JNL_STAGE_PREFIX);
+
+	if (len <= pl || len > STAGE_MAX || memcmp(s, SFS_JNL_STAGE_PREFIX, pl))
+		return false;
+	for (size_t i = pl; i < len; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+	return true;
+}
+
+static int jbad(char *err, size_t errlen, const char *what, const char *detail)
+{
+	snprintf(err, errlen, "%s is corrupt (%s)", what, detail);
+	return -EUCLEAN;
+}
+
+int sfs_jnl_encode(const struct sfs_journal *j, uint8_t **buf, size_t *len)
+{
+	size_t ll = strlen(j->lower), sl = strlen(j->stage), n = JNL_HEAD + ll + sl + 4;
+	uint8_t *b, *p;
+
+	if (j->nmv > SFS_JNL_MAX_MOVES || !path_ok(j->lower, ll) || !stage_ok(j->stage, sl))
+		return -EINVAL;
+	for (size_t i = 0; i < j->nmv; i++) {
+		size_t a = strlen(j->mv[i].src), d = strlen(j->mv[i].dst);
+
+		if (!path_ok(j->mv[i].src, a) || !path_ok(j->mv[i].dst, d))
+			return -EINVAL;
+		n += JNL_MOVE + a + d;
+	}
+	b = calloc(1, n);
+	if (!b)
+		return -ENOMEM;
+	memcpy(b, JNL_MAGIC, 8);
+	jput32(b + 8, JNL_VERSION);
+	jput32(b + 12, j->phase);
+	jput32(b + 16, j->flags);
+	jput32(b + 20, j->pid);
+	jput32(b + 24, (uint32_t)j->nmv);
+	jput16(b + 28, (uint16_t)ll);
+	jput16(b + 30, (uint16_t)sl);
+	memcpy(b + 32, j->lower_fs_uuid, 16);
+	jput64(b + 48, j->lower_ino);
+	jput64(b + 56, (uint64_t)j->rw_times[0].tv_sec);
+	jput32(b + 64, (uint32_t)j->rw_times[0].tv_nsec);
+	jput32(b + 68, (uint32_t)j->rw_times[1].tv_nsec);
+	jput64(b + 72, (uint64_t)j->rw_times[1].tv_sec);
+	p = b + JNL_HEAD;
+	memcpy(p, j->lower, ll);
+	memcpy(p + ll, j->stage, sl);
+	p += ll + sl;
+	for (size_t i = 0; i < j->nmv; i++) {
+		size_t a = strlen(j->mv[i].src), d = strlen(j->mv[i].dst);
+
+		jput64(p, j->mv[i].ino);
+		jput16(p + 8, (uint16_t)a);
+		jput16(p + 10, (uint16_t)d);
+		memcpy(p + JNL_MOVE, j->mv[i].src, a);
+		memcpy(p + JNL_MOVE + a, j->mv[i].dst, d);
+		p += JNL_MOVE + a + d;
+	}
+	jput32(p, sfs_crc32c(0, b, n - 4));
+	*buf = b;
+	*len = n;
+	return 0;
+}
+
+void sfs_jnl_free(struct sfs_journal *j)
+{
+	for (size_t i = 0; i < j->nmv; i++) {
+		free(j->mv[i].src);
+		free(j->mv[i].dst);
+	}
+	free(j->mv);
+	free(j->lower);
+	free(j->stage);
+	memset(j, 0, sizeof(*j));
+}
+
+static int parse_moves(const uint8_t *p, size_t left, struct sfs_journal *j, char *err,
+		       size_t errlen)
+{
+	const char *what = SFS_METADIR_NAME "/" SFS_META_COMMIT;
+
+	for (size_t i = 0; i < j->nmv; i++) {
+		size_t a, d;
+
+		if (left < JNL_MOVE)
+			return jbad(err, errlen, what, "truncated");
+		a = jget16(p + 8);
+		d = jget16(p + 10);
+		if (jget32(p + 12) || left < JNL_MOVE + a + d)
+			return jbad(err, errlen, what, "a move record is out of bounds");
+		if (!path_ok((const char *)p + JNL_MOVE, a) ||
+		    !path_ok((const char *)p + JNL_MOVE + a, d))
+			return jbad(err, errlen, what, "a moved directory's path is not a plain path");
+		j->mv[i].ino = jget64(p);
+		j->mv[i].src = strndup((const char *)p + JNL_MOVE, a);
+		j->mv[i].dst = strndup((const char *)p + JNL_MOVE + a, d);
+		if (!j->mv[i].src || !j->mv[i].dst)
+			return -ENOMEM;
+		p += JNL_MOVE + a + d;
+		left -= JNL_MOVE + a + d;
+	}
+	return left == 4 ? 0 : jbad(err, errlen, what, "bytes after the last move");
+}
+
+int sfs_jnl_parse(const void *buf, size_t len, struct sfs_journal *j, char *err,
+		  size_t errlen)
+{
+	const char *what = SFS_METADIR_NAME "/" SFS_META_COMMIT;
+	const uint8_t *b = buf;
+	size_t ll, sl;
+	int ret;
+
+	memset(j, 0, sizeof(*j));
+	if (len < JNL_HEAD + 4)
+		return jbad(err, errlen, what, "truncated");
+	if (memcmp(b, JNL_MAGIC, 8))
+		return jbad(err, errlen, what, "bad magic");
+	if (jget32(b + len - 4) != sfs_crc32c(0, b, len - 4))
+		return jbad(err, errlen, what, "checksum mismatch");
+	if (jget32(b + 8) != JNL_VERSION) {
+		snprintf(err, errlen, "%s has format version %u (this stackfs knows %u)", what,
+			 jget32(b + 8), JNL_VERSION);
+		return -EPROTONOSUPPORT;
+	}
+	j->phase = jget32(b + 12);
+	j->flags = jget32(b + 16);
+	j->pid = jget32(b + 20);
+	j->nmv = jget32(b + 24);
+	ll = jget16(b + 28);
+	sl = jget16(b + 30);
+	if ((j->phase != SFS_JNL_MOVING && j->phase != SFS_JNL_APPLIED) ||
+	    (j->flags & ~SFS_JNL_KNOWN_FLAGS) || j->nmv > SFS_JNL_MAX_MOVES ||
+	    !jzeros(b + 80, JNL_HEAD - 80) || jget32(b + 64) >= 1000000000u ||
+	    jget32(b + 68) >= 1000000000u)
+		return jbad(err, errlen, what, "a field is out of range");
+	if (len < JNL_HEAD + ll + sl + 4 || !path_ok((const char *)b + JNL_HEAD, ll) ||
+	    !stage_ok((const char *)b + JNL_HEAD + ll, sl))
+		return jbad(err, errlen, what, "the lower branch or staging name is not valid");
+	memcpy(j->lower_fs_uuid, b + 32, 16);
+	j->lower_ino = jget64(b + 48);
+	j->rw_times[0].tv_sec = (time_t)jget64(b + 56);
+	j->rw_times[0].tv_nsec = jget32(b + 64);
+	j->rw_times[1].tv_nsec = jget32(b + 68);
+	j->rw_times[1].tv_sec = (time_t)jget64(b + 72);
+	j->lower = strndup((const char *)b + JNL_HEAD, ll);
+	j->stage = strndup((const char *)b + JNL_HEAD + ll, sl);
+	j->mv = calloc(j->nmv ? j->nmv : 1, sizeof(*j->mv));
+	ret = !j->lower || !j->stage || !j->mv ? -ENOMEM
+		: parse_moves(b + JNL_HEAD + ll + sl, len - JNL_HEAD - ll - sl, j, err, errlen);
+	if (ret < 0)
+		sfs_jnl_free(j);
+	return ret;
+}
+
+int sfs_jmark_encode(const struct sfs_jnl_mark *m, uint8_t **buf, size_t *len)
+{
+	size_t pl = strlen(m->rw), n = MARK_HEAD + pl + 4;
+	uint8_t *b;
+
+	if (!path_ok(m->rw, pl))
+		return -EINVAL;
+	b = calloc(1, n);
+	if (!b)
+		return -ENOMEM;
+	memcpy(b, MARK_MAGIC, 8);
+	jput32(b + 8, JNL_VERSION);
+	jput16(b + 12, (uint16_t)pl);
+	memcpy(b + 16, m->rw_uuid, 16);
+	memcpy(b + 32, m->rw_fs_uuid, 16);
+	jput64(b + 48, m->rw_ino);
+	memcpy(b + MARK_HEAD, m->rw, pl);
+	jput32(b + n - 4, sfs_crc32c(0, b, n - 4));
+	*buf = b;
+	*len = n;
+	return 0;
+}
+
+int sfs_jmark_parse(const void *buf, size_t len, struct sfs_jnl_mark *m, char *err,
+		    size_t errlen)
+{
+	const char *what = SFS_METADIR_NAME "/" SFS_META_COMMIT_FROM;
+	const uint8_t *b = buf;
+	size_t pl;
+
+	memset(m, 0, sizeof(*m));
+	if (len < MARK_HEAD + 4)
+		return jbad(err, errlen, what, "truncated");
+	if (memcmp(b, MARK_MAGIC, 8))
+		return jbad(err, errlen, what, "bad magic");
+	if (jget32(b + len - 4) != sfs_crc32c(0, b, len - 4))
+		return jbad(err, errlen, what, "checksum mismatch");
+	if (jget32(b + 8) != JNL_VERSION) {
+		snprintf(err, errlen, "%s has format version %u (this stackfs knows %u)", what,
+			 jget32(b + 8), JNL_VERSION);
+		return -EPROTONOSUPPORT;
+	}
+	pl = jget16(b + 12);
+	if (jget16(b + 14) || len != MARK_HEAD + pl + 4 || !path_ok((const char *)b + MARK_HEAD, pl))
+		return jbad(err, errlen, what, "the rw branch's path is not valid");
+	memcpy(m->rw_uuid, b + 16, 16);
+	memcpy(m->rw_fs_uuid, b + 32, 16);
+	m->rw_ino = jget64(b + 48);
+	m->rw = strndup((const char *)b + MARK_HEAD, pl);
+	return m->rw ? 0 : -ENOMEM;
+}
+
+void sfs_jmark_free(struct sfs_jnl_mark *m)
+{
+	free(m->rw);
+	memset(m, 0, sizeof(*m));
+}
+
+/* ------------------------------------------------------------ files */
+
+/* The largest records the bounds allow: reading stops there (-EFBIG). */
+#define JNL_FILE_MAX ((size_t)JNL_HEAD + SFS_JNL_PATH_MAX + STAGE_MAX + 4 + \
+		      (size_t)SFS_JNL_MAX_MOVES * (JNL_MOVE + 2 * SFS_JNL_PATH_MAX))
+#define MARK_FILE_MAX ((size_t)MARK_HEAD + SFS_JNL_PATH_MAX + 4)
+
+static int read_rec(int root_fd, const char *name, size_t max, uint8_t **buf, size_t *len,
+		    char *err, size_t errlen)
+{
+	int meta = sfs_meta_openat(root_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY, 0);
+	int ret = meta < 0 ? meta : sfs_meta_read_file(meta, name, max, buf, len);
+
+	if (meta >= 0)
+		close(meta);
+	if (ret == -ENOTDIR && meta < 0)
+		ret = -ENOENT; /* no metadata directory: nothing pending here */
+	if (ret < 0 && ret != -ENOENT)
+		snprintf(err, errlen, "%s/%s: %s", SFS_METADIR_NAME, name,
+			 ret == -EINVAL ? "not a regular file" :
+			 ret == -EFBIG ? "is corrupt (longer than its bounds allow)" : strerror(-ret));
+	return ret == -EINVAL || ret == -EFBIG ? -EUCLEAN : ret;
+}
+
+int sfs_jnl_read(int root_fd, struct sfs_journal *j, char *err, size_t errlen)
+{
+	uint8_t *buf;
+	size_t len;
+	int ret = read_rec(root_fd, SFS_META_COMMIT, JNL_FILE_MAX, &buf, &len, err, errlen);
+
+	if (ret < 0)
+		return ret;
+	ret = sfs_jnl_parse(buf, len, j, err, errlen);
+	free(buf);
+	return ret;
+}
+
+int sfs_jmark_read(int root_fd, struct sfs_jnl_mark *m, char *err, size_t errlen)
+{
+	uint8_t *buf;
+	size_t len;
+	int ret = read_rec(root_fd, SFS_META_COMMIT_FROM, MARK_FILE_MAX, &buf, &len, err,
+			   errlen);
+
+	if (ret < 0)
+		return ret;
+	ret = sfs_jmark_parse(buf, len, m, err, errlen);
+	free(buf);
+	return ret;
+}
+
+static int write_rec(int root_fd, const char *name, const uint8_t *buf, size_t len,
+		     bool create, bool *made)
+{
+	int meta, ret;
+
+	if (made)
+		*made = false;
+	meta = sfs_meta_openat(root_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY, 0);
+	if (meta == -ENOENT && create) {
+		if (mkdirat(root_fd, SFS_METADIR_NAME, 0700) < 0)
+			return -errno;
+		if (made)
+			*made = true;
+		ret = sfs_meta_fsync_dir(root_fd);
+		if (ret < 0)
+			return ret;
+		meta = sfs_meta_openat(root_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY, 0);
+	}
+	if (meta < 0)
+		return meta;
+	ret = sfs_meta_write_file(meta, name, buf, len);
+	close(meta);
+	return ret;
+}
+
+int sfs_jnl_write(int root_fd, const struct sfs_journal *j)
+{
+	uint8_t *buf;
+	size_t len;
+	int ret = sfs_jnl_encode(j, &buf, &len);
+
+	if (ret < 0)
+		return ret;
+	ret = write_rec(root_fd, SFS_META_COMMIT, buf, len, false, NULL);
+	free(buf);
+	return ret;
+}
+
+int sfs_jmark_write(int root_fd, const struct sfs_jnl_mark *m, bool *made)
+{
+	uint8_t *buf;
+	size_t len;
+	int ret = sfs_jmark_encode(m, &buf, &len);
+
+	if (ret < 0)
+		return ret;
+	ret = write_rec(root_fd, SFS_META_COMMIT_FROM, buf, len, true, made);
+	free(buf);
+	return ret;
+}
+
+int sfs_jnl_pending(int root_fd, char *err, size_t errlen)
+{
+	int meta = sfs_meta_openat(root_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY, 0);
+	bool jnl, mark;
+
+	if (meta < 0)
+		return 0;
+	jnl = faccessat(meta, SFS_META_COMMIT, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+	mark = faccessat(meta, SFS_META_COMMIT_FROM, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+	close(meta);
+	if (jnl) {
+		snprintf(err, errlen, "an unfinished stackfs commit from this branch "
+			 "(%s/%s): run stackfs commit again or stackfs fsck --repair on it",
+			 SFS_METADIR_NAME, SFS_META_COMMIT);
+		return -EINPROGRESS;
+	}
+	if (mark) {
+		snprintf(err, errlen, "an unfinished stackfs commit into this branch "
+			 "(%s/%s): run stackfs commit again or stackfs fsck --repair on it",
+			 SFS_METADIR_NAME, SFS_META_COMMIT_FROM);
+		return -EINPROGRESS;
+	}
+	return 0;
+}
+
+bool sfs_jnl_same_branch(int fd, const uint8_t fs_uuid[16], uint64_t ino)
+{
+	uint8_t u[16];
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && (uint64_t)st.st_ino == ino &&
+	       sfs_fs_uuid(fd, u) == 0 && !memcmp(u, fs_uuid, 16);
+}
