@@ -166,9 +166,11 @@ json_check() {
 
 @test "an unprivileged user may list but not change branches (EPERM)" {
 	chmod 755 "$BATS_TEST_TMPDIR" "$(dirname "$MNT")" 2>/dev/null || true
-	run -1 setpriv --reuid=nobody --regid=nogroup --clear-groups "$SFS" branch add "$MNT" "$LO2"
+	local sfs
+	sfs=$(sfs_tools_for_others "$SFS")/stackfs || fail "no stackfs nobody can run"
+	run -1 setpriv --reuid=nobody --regid=nogroup --clear-groups "$sfs" branch add "$MNT" "$LO2"
 	assert_output --partial "Operation not permitted"
-	run -1 setpriv --reuid=nobody --regid=nogroup --clear-groups "$SFS" branch remove "$MNT" "$LO" --force
+	run -1 setpriv --reuid=nobody --regid=nogroup --clear-groups "$sfs" branch remove "$MNT" "$LO" --force
 	assert_output --partial "Operation not permitted"
 	[[ -e $MNT/a ]]
 }
