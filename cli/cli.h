@@ -40,6 +40,15 @@ struct mbranch {
 int sfs_diff_daemon_branches(pid_t pid, struct mbranch **out, size_t *n,
 			     char *err, size_t errlen);
 void sfs_diff_mbranches_free(struct mbranch *v, size_t n);
+/* The branches of the live stackfs mount on mp, highest first: the
+ * daemon's own list (control channel), else its command line. 0 or
+ * -errno with a message in err. */
+int sfs_diff_mount_branches(const char *mp, unsigned ma, unsigned mi,
+			    struct mbranch **v, size_t *n, char *err, size_t errlen);
+
+/* view.c: 1 when fd is inside a fuse.stackfs mount (a view, not a
+ * branch), with that mount's mount point in mp; 0 when not; -errno. */
+int sfs_cli_stackfs_view(int fd, char *mp, size_t mplen);
 
 /* output.c */
 /* s as a JSON string (NULL: null). Every JSON string of the command is

@@ -337,8 +337,8 @@ int sfs_diff_daemon_branches(pid_t pid, struct mbranch **out, size_t *n,
 
 /* The branches of the stackfs mount on mp, highest first: the daemon's
  * own list through its control channel, else its command line. */
-static int mount_branches(const char *mp, unsigned ma, unsigned mi, struct mbranch **v,
-			  size_t *n, char *err, size_t errlen)
+int sfs_diff_mount_branches(const char *mp, unsigned ma, unsigned mi, struct mbranch **v,
+			    size_t *n, char *err, size_t errlen)
 {
 	pid_t pid;
 	int ret = branches_from_ctl(mp, v, n);
@@ -401,7 +401,7 @@ static int pick_branches(const char *target, char **lowers, size_t nlowers,
 			snprintf(err, errlen, "--lower is for a branch directory, not a mount point");
 			return SFS_EXIT_USAGE;
 		}
-		ret = mount_branches(target, ma, mi, &mb, &nmb, err, errlen);
+		ret = sfs_diff_mount_branches(target, ma, mi, &mb, &nmb, err, errlen);
 		if (ret < 0)
 			return SFS_EXIT_FAIL;
 		for (top = 0; top < nmb && !mb[top].rw; top++)

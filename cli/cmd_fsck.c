@@ -16,6 +16,7 @@
 
 #include "cli/cli.h"
 #include "cli/progress.h"
+#include "stackfs/runtime.h"
 #include "whiteout/fsck.h"
 #include "whiteout/metadir.h"
 
@@ -224,6 +225,41 @@ static pid_t daemon_holding(int root_fd)
 	return found;
 }
 
+/* ------------------------------------------------------------ a view */
+
+/* When root_fd is inside a stackfs view: 1 with a message naming the rw
+ * branches to check instead. The view merges the branches and hides the
+ * marks fsck checks: checked as a tree it would always look clean. */
+static int view_refusal(int root_fd, char *msg, size_t len)
+{
+	char mp[PATH_MAX], err[256], *p = msg;
+	struct mbranch *v = NULL;
+	size_t n = 0, left = len;
+	unsigned ma, mi;
+	int ret = sfs_cli_stackfs_view(root_fd, mp, sizeof(mp)), w;
+
+	if (ret <= 0)
+		return 0;
+	w = snprintf(p, left, "a stackfs view (the mount on %s), not a branch: ", mp);
+	p += w, left -= (size_t)w < left ? (size_t)w : left;
+	if (sfs_runtime_find_mount(mp, &ma, &mi, NULL, 0) < 0 ||
+	    sfs_diff_mount_branches(mp, ma, mi, &v, &n, err, sizeof(err)) < 0) {
+		snprintf(p, left, "run fsck on its rw branches (stackfs branch list %s)", mp);
+		return 1;
+	}
+	w = snprintf(p, left, "check its rw branches instead:");
+	for (size_t i = 0; i < n && (size_t)w < left; i++) {
+		if (!v[i].rw)
+			continue;
+		p += w, left -= w;
+		w = snprintf(p, left, " stackfs fsck %s;", v[i].path);
+	}
+	if ((size_t)w < left && p[w - 1] == ';')
+		p[w - 1] = '\0';
+	sfs_diff_mbranches_free(v, n);
+	return 1;
+}
+
 /* ------------------------------------------------------------ command */
 
 static const struct option long_opts[] = {
@@ -300,6 +336,15 @@ static int run_fsck(int argc, char **argv)
 		status = FSCK_EXIT_OPERR;
 		goto out;
 	}
+	{
+		char msg[PATH_MAX + 512];
+
+		if (view_refusal(root_fd, msg, sizeof(msg))) {
+			on_message(&o, true, msg);
+			status = FSCK_EXIT_OPERR;
+			goto out;
+		}
+	}
 	/* a mount holds the lock for its life; --repair holds it too, so a
 	 * mount cannot start while it runs */
 	lock_fd = sfs_meta_lock(root_fd, o.repair);
@@ -366,6 +411,7 @@ const struct sfs_cmd sfs_cmd_fsck = {
 		"Checks the metadata directory .stackfs of BRANCH (header, registry,\n"
 		"inode map, staging and index directories) and, in its tree, whiteouts,\n"
 		"opaque markers, redirects, origin records and reserved names.\n"
+		"A stackfs mount point (a view) is refused: fsck its rw branches.\n"
 		"\n"
 		"  --repair     fix what is safe to fix (refused while the branch is in\n"
 		"               use by a mounted stackfs)\n"

@@ -1,17 +1,47 @@
 #!/usr/bin/env bash
-# Installs what building, running and testing stackfs need on Debian
-# (bookworm or later). Run as root. Installs only what is missing.
+# Installs the Debian packages (bookworm or later) stackfs needs. Run as
+# root. Installs only what is missing.
+#
+#   scripts/deps.sh          what building and running stackfs need (the demo)
+#   scripts/deps.sh --test   that and what the test suite needs (tests/run)
+#   scripts/deps.sh --list [--test]   prints the package names, installs nothing
+#
+# tests/01-deps.bats checks that every command the suite and the scripts
+# run comes from a package named here.
 set -euo pipefail
-pkgs=(
+# build and run: the compiler and libraries, fusermount3, and the
+# mount/findmnt/modprobe the scripts call
+run_pkgs=(
 	build-essential pkg-config libfuse3-dev fuse3 libattr1-dev libacl1-dev
-	bats bats-support bats-assert xfsprogs e2fsprogs acl attr util-linux
-	mount kmod coreutils findutils procps rsync tar python3 man-db groff-base
+	util-linux mount kmod
+)
+# the suite: bats, the filesystems of its loop images, the probes' tools
+test_pkgs=(
+	bats bats-support bats-assert xfsprogs e2fsprogs acl attr coreutils
+	findutils procps rsync tar python3 jq man-db groff-base
 	valgrind
 	# make fuzz: clang and its runtimes. libFuzzer (and clang's ASan) is in
 	# libclang-rt-N-dev, which clang only recommends; libclang-rt-dev
 	# follows the default clang version.
 	clang libclang-rt-dev
 )
+list=0 test=0
+for a in "$@"; do
+	case $a in
+	--test) test=1 ;;
+	--list) list=1 ;;
+	*)
+		echo "usage: scripts/deps.sh [--test] [--list]" >&2
+		exit 2
+		;;
+	esac
+done
+pkgs=("${run_pkgs[@]}")
+((test)) && pkgs+=("${test_pkgs[@]}")
+if ((list)); then
+	printf '%s\n' "${pkgs[@]}"
+	exit 0
+fi
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||

@@ -86,7 +86,8 @@ void sfs_snap_put(struct sfs_snap *s)
 }
 
 /* Opens one branch and checks what can be checked on it alone. `idx` is
- * 1-based for messages, which name the path as the user wrote it. */
+ * the position messages name it by, as branch list numbers it (#0 the
+ * highest), with the path as the user wrote it. */
 static int branch_open(const struct sfs_branch_spec *spec, unsigned idx,
 		       struct sfs_branch **out, char *err, size_t errlen)
 {
@@ -111,23 +112,23 @@ static int branch_open(const struct sfs_branch_spec *spec, unsigned idx,
 	if (!b->path) {
 		ret = -errno;
 		if (ret == -ENOENT)
-			berr(err, errlen, "branch %u (\"%s\"): no such directory", idx, spec->path);
+			berr(err, errlen, "branch #%u (\"%s\"): no such directory", idx, spec->path);
 		else
-			berr(err, errlen, "branch %u (\"%s\"): %s", idx, spec->path, strerror(-ret));
+			berr(err, errlen, "branch #%u (\"%s\"): %s", idx, spec->path, strerror(-ret));
 		goto out_put;
 	}
 	b->root_fd = open(b->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (b->root_fd < 0) {
 		ret = -errno;
 		if (ret == -ENOTDIR)
-			berr(err, errlen, "branch %u (\"%s\"): not a directory", idx, spec->path);
+			berr(err, errlen, "branch #%u (\"%s\"): not a directory", idx, spec->path);
 		else
-			berr(err, errlen, "branch %u (\"%s\"): %s", idx, spec->path, strerror(-ret));
+			berr(err, errlen, "branch #%u (\"%s\"): %s", idx, spec->path, strerror(-ret));
 		goto out_put;
 	}
 	if (fstat(b->root_fd, &st) < 0) {
 		ret = -errno;
-		berr(err, errlen, "branch %u (\"%s\"): stat: %s", idx, spec->path, strerror(-ret));
+		berr(err, errlen, "branch #%u (\"%s\"): stat: %s", idx, spec->path, strerror(-ret));
 		goto out_put;
 	}
 	b->dev = st.st_dev;
@@ -136,21 +137,21 @@ static int branch_open(const struct sfs_branch_spec *spec, unsigned idx,
 	if (access(b->path, R_OK | X_OK) < 0) {
 		ret = -errno;
 		if (ret == -EACCES)
-			berr(err, errlen, "branch %u (\"%s\"): not readable and searchable (permission denied)",
+			berr(err, errlen, "branch #%u (\"%s\"): not readable and searchable (permission denied)",
 			     idx, spec->path);
 		else
-			berr(err, errlen, "branch %u (\"%s\"): %s", idx, spec->path, strerror(-ret));
+			berr(err, errlen, "branch #%u (\"%s\"): %s", idx, spec->path, strerror(-ret));
 		goto out_put;
 	}
 	if (b->mode == SFS_BRANCH_RW) {
 		if (fstatvfs(b->root_fd, &vfs) < 0) {
 			ret = -errno;
-			berr(err, errlen, "branch %u (\"%s\"): statvfs: %s", idx, spec->path, strerror(-ret));
+			berr(err, errlen, "branch #%u (\"%s\"): statvfs: %s", idx, spec->path, strerror(-ret));
 			goto out_put;
 		}
 		if (vfs.f_flag & ST_RDONLY) {
 			ret = -EROFS;
-			berr(err, errlen, "branch %u (\"%s\"): rw branch on a read-only filesystem (use =ro)",
+			berr(err, errlen, "branch #%u (\"%s\"): rw branch on a read-only filesystem (use =ro)",
 			     idx, spec->path);
 			goto out_put;
 		}
@@ -177,15 +178,15 @@ static int branch_check_set(const struct sfs_snap *s, unsigned i,
 		const struct sfs_branch *o = s->b[j];
 
 		if (o->dev == b->dev && o->ino == b->ino) {
-			berr(err, errlen, "branch %u (\"%s\"): same directory as branch %u (\"%s\")",
-			     i + 1, specs[i].path, j + 1, specs[j].path);
+			berr(err, errlen, "branch #%u (\"%s\"): same directory as branch #%u (\"%s\")",
+			     i, specs[i].path, j, specs[j].path);
 			return -EINVAL;
 		}
 		if (path_contains(o->path, b->path) || path_contains(b->path, o->path)) {
-			berr(err, errlen, "branch %u (\"%s\"): %s branch %u (\"%s\") (nested branches)",
-			     i + 1, specs[i].path,
+			berr(err, errlen, "branch #%u (\"%s\"): %s branch #%u (\"%s\") (nested branches)",
+			     i, specs[i].path,
 			     path_contains(o->path, b->path) ? "inside" : "contains",
-			     j + 1, specs[j].path);
+			     j, specs[j].path);
 			return -EINVAL;
 		}
 	}
@@ -193,18 +194,18 @@ static int branch_check_set(const struct sfs_snap *s, unsigned i,
 		return 0;
 	if ((mpst && mpst->st_dev == b->dev && mpst->st_ino == b->ino) ||
 	    !strcmp(mp, b->path)) {
-		berr(err, errlen, "branch %u (\"%s\"): is the mountpoint (would hang processes)",
-		     i + 1, specs[i].path);
+		berr(err, errlen, "branch #%u (\"%s\"): is the mountpoint (would hang processes)",
+		     i, specs[i].path);
 		return -EINVAL;
 	}
 	if (path_contains(b->path, mp)) {
-		berr(err, errlen, "branch %u (\"%s\"): contains the mountpoint \"%s\" (would hang processes)",
-		     i + 1, specs[i].path, mp);
+		berr(err, errlen, "branch #%u (\"%s\"): contains the mountpoint \"%s\" (would hang processes)",
+		     i, specs[i].path, mp);
 		return -EINVAL;
 	}
 	if (path_contains(mp, b->path)) {
-		berr(err, errlen, "branch %u (\"%s\"): inside the mountpoint \"%s\" (would hang processes)",
-		     i + 1, specs[i].path, mp);
+		berr(err, errlen, "branch #%u (\"%s\"): inside the mountpoint \"%s\" (would hang processes)",
+		     i, specs[i].path, mp);
 		return -EINVAL;
 	}
 	return 0;
@@ -220,7 +221,7 @@ static int meta_check(const struct sfs_branch *b, unsigned idx,
 	int ret = sfs_meta_check(b->root_fd, &state, why, sizeof(why));
 
 	if (ret < 0)
-		berr(err, errlen, "branch %u (\"%s\"): %s", idx, spec->path, why);
+		berr(err, errlen, "branch #%u (\"%s\"): %s", idx, spec->path, why);
 	return ret;
 }
 
@@ -270,7 +271,7 @@ int sfs_snap_open(const struct sfs_branch_spec *specs, size_t n,
 	for (unsigned i = 0; i < n; i++) {
 		struct sfs_branch *b;
 
-		ret = branch_open(&specs[i], i + 1, &s->b[i], err, errlen);
+		ret = branch_open(&specs[i], i, &s->b[i], err, errlen);
 		if (ret)
 			goto out_free;
 		s->n = i + 1;
@@ -279,7 +280,7 @@ int sfs_snap_open(const struct sfs_branch_spec *specs, size_t n,
 			goto out_free;
 		b = s->b[i];
 		if (b->mode == SFS_BRANCH_RW) {
-			ret = meta_check(b, i + 1, &specs[i], err, errlen);
+			ret = meta_check(b, i, &specs[i], err, errlen);
 			if (ret)
 				goto out_free;
 		} else {
@@ -351,7 +352,7 @@ static int meta_open(struct sfs_branch *b, unsigned idx, int style, bool upgrade
 		return -ENOMEM;
 	ret = sfs_meta_open(b->root_fd, style, upgrade, m, why, sizeof(why));
 	if (ret < 0) {
-		berr(err, errlen, "branch %u (\"%s\"): %s", idx, b->path, why);
+		berr(err, errlen, "branch #%u (\"%s\"): %s", idx, b->path, why);
 		free(m);
 		return ret;
 	}
@@ -406,7 +407,7 @@ int sfs_snap_prepare_meta(struct sfs_snap *s, int whiteout_style, bool upgrade,
 
 	for (unsigned i = 0; ret == 0 && i < s->n; i++)
 		if (s->b[i]->mode == SFS_BRANCH_RW && !s->b[i]->meta)
-			ret = meta_open(s->b[i], i + 1, whiteout_style, upgrade, err, errlen);
+			ret = meta_open(s->b[i], i, whiteout_style, upgrade, err, errlen);
 	if (ret < 0)
 		return ret;
 	if (s->top_rw < 0) {
@@ -417,8 +418,8 @@ int sfs_snap_prepare_meta(struct sfs_snap *s, int whiteout_style, bool upgrade,
 	for (unsigned i = 0; ret == 0 && i < s->n; i++) {
 		ret = branch_ids(s->b[i], s->reg);
 		if (ret < 0)
-			berr(err, errlen, "branch %u (\"%s\"): registering its id: %s",
-			     i + 1, s->b[i]->path, strerror(-ret));
+			berr(err, errlen, "branch #%u (\"%s\"): registering its id: %s",
+			     i, s->b[i]->path, strerror(-ret));
 	}
 	if (ret == 0)
 		write_lowers(s);
@@ -461,7 +462,7 @@ static int change_fill(struct sfs_snap *s, const struct sfs_snap *old,
 
 	for (unsigned i = 0; ret == 0 && i <= old->n; i++) {
 		if (c->op == SFS_CHANGE_ADD && i == c->index)
-			ret = branch_open(&spec, i + 1, &s->b[j++], err, errlen);
+			ret = branch_open(&spec, i, &s->b[j++], err, errlen);
 		if (ret || i == old->n)
 			break;
 		if (c->op == SFS_CHANGE_REMOVE && i == c->index)
@@ -491,7 +492,7 @@ static int change_rw_ready(struct sfs_branch *b, unsigned idx, int style,
 		return 0;
 	}
 	if (fstatvfs(b->root_fd, &vfs) == 0 && (vfs.f_flag & ST_RDONLY)) {
-		berr(err, errlen, "branch %u (\"%s\"): rw branch on a read-only filesystem (use =ro)",
+		berr(err, errlen, "branch #%u (\"%s\"): rw branch on a read-only filesystem (use =ro)",
 		     idx, b->path);
 		return -EROFS;
 	}
@@ -538,7 +539,7 @@ int sfs_snap_change(const struct sfs_snap *old, const struct sfs_change *c,
 		specs[i].path = s->b[i]->path;
 		ret = branch_check_set(s, i, specs, mountpoint, NULL, err, errlen);
 		if (ret == 0)
-			ret = change_rw_ready(s->b[i], i + 1, whiteout_style, err, errlen);
+			ret = change_rw_ready(s->b[i], i, whiteout_style, err, errlen);
 		if (s->top_rw < 0 && s->b[i]->mode == SFS_BRANCH_RW)
 			s->top_rw = (int)i;
 	}

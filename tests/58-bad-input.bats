@@ -43,10 +43,10 @@ teardown() {
 }
 
 # refused_meta TEXT: the mount of UP:LO is refused (exit 1) with a message
-# naming branch 1 and TEXT (the damaged file), nothing changed.
+# naming branch #0 (as branch list numbers it) and TEXT (the damaged file), nothing changed.
 refused_meta() {
 	refused_mount 1 "$1" "$UP:$LO" "$MNT"
-	[[ ${stderr_lines[0]} == *"branch 1"* ]] || fail "the message does not name the branch: $stderr"
+	[[ ${stderr_lines[0]} == *"branch #0"* ]] || fail "the message does not name the branch: $stderr"
 }
 
 # bad_deep_path N: the relative path of level N of a bad_deep tree (0 is

@@ -31,6 +31,9 @@ setup() {
 	sfs_require_cmd setpriv setfattr getfattr
 	getent passwd nobody >/dev/null && getent group nogroup >/dev/null ||
 		skip "needs the user nobody and the group nogroup"
+	# the probes nobody runs, where nobody can reach them
+	TOOLS=$(sfs_tools_for_others sysprobe ptprobe ctlprobe format_fuzz) || return 1
+	PTPROBE=$TOOLS/ptprobe CTLPROBE=$TOOLS/ctlprobe
 	sfs_setup_branches mid outside
 	echo up >"$UP/u"
 	echo lo >"$LO/l"

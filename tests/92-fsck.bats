@@ -685,3 +685,19 @@ d = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))
 print([p["path"].encode("utf-8", "surrogateescape") for p in d["problems"]])' "$BATS_TEST_TMPDIR/out.json"
 	assert_output --partial "b'/.wh.odd\\xff\\xc3('"
 }
+
+@test "fsck of a stackfs mount point (or a directory in the view) is refused, naming the rw branches to check" {
+	mkdir "$T/up2" "$LO/sub"
+	sfs_mount "$UP:$T/up2=rw:$LO=ro" "$MNT"
+	run -8 "$SFS" fsck "$MNT"
+	assert_output --partial "a stackfs view"
+	assert_output --partial "stackfs fsck $UP"
+	assert_output --partial "stackfs fsck $T/up2"
+	refute_output --partial "stackfs fsck $LO"
+	refute_output --partial "clean"
+	run -8 "$SFS" fsck --json "$MNT/sub"
+	assert_output --partial "a stackfs view"
+	# the branches themselves are still checked
+	run -0 "$SFS" fsck "$UP"
+	assert_output --partial "clean"
+}

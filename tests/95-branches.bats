@@ -127,7 +127,8 @@ json_check() {
 @test "branch remove by id; the only rw branch is refused without --force" {
 	local id
 	id=$("$SFS" branch list "$MNT" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[1]["id"])')
-	run -0 "$SFS" branch remove "$MNT" "$id"
+	run -0 "$SFS" branch remove "$MNT" --id "$id"
+	assert_output "removed branch #1 (id $id) $LO (ro)"
 	[[ ! -e $MNT/a ]]
 	run -1 "$SFS" branch remove "$MNT" "$UP"
 	assert_output --partial "only rw branch"
@@ -166,9 +167,11 @@ json_check() {
 
 @test "an unprivileged user may list but not change branches (EPERM)" {
 	chmod 755 "$BATS_TEST_TMPDIR" "$(dirname "$MNT")" 2>/dev/null || true
-	run -1 setpriv --reuid=nobody --regid=nogroup --clear-groups "$SFS" branch add "$MNT" "$LO2"
+	local sfs
+	sfs=$(sfs_tools_for_others "$SFS")/stackfs || fail "no stackfs nobody can run"
+	run -1 setpriv --reuid=nobody --regid=nogroup --clear-groups "$sfs" branch add "$MNT" "$LO2"
 	assert_output --partial "Operation not permitted"
-	run -1 setpriv --reuid=nobody --regid=nogroup --clear-groups "$SFS" branch remove "$MNT" "$LO" --force
+	run -1 setpriv --reuid=nobody --regid=nogroup --clear-groups "$sfs" branch remove "$MNT" "$LO" --force
 	assert_output --partial "Operation not permitted"
 	[[ -e $MNT/a ]]
 }
@@ -298,4 +301,41 @@ print([(b["path"], b["fstype"]) for b in json.load(open(sys.argv[1]))])' "$BATS_
 	kill -CONT "$STOPPED"
 	STOPPED=
 	run -0 "$SFS" status "$MNT"
+}
+
+@test "branch remove/mode: a bare number is refused (a position or an id?), #N is a position, --id N an id" {
+	mkdir "$T/up3"
+	echo keep >"$T/up3/data"
+	run -0 "$SFS" branch add "$MNT" "$T/up3" --mode rw --bottom
+	assert_output --regexp "^added branch #2 \(id [0-9]+\) $T/up3 \(rw\)$"
+	local before
+	before=$("$SFS" branch list "$MNT")
+	run -2 "$SFS" branch remove "$MNT" 2
+	assert_output --partial "write #2 for the branch at position 2, or --id 2"
+	run -2 "$SFS" branch mode "$MNT" 1 ro
+	assert_output --partial "#1"
+	[[ $("$SFS" branch list "$MNT") == "$before" ]] || fail "the branch list changed"
+	run -1 "$SFS" branch remove "$MNT" "#7"
+	assert_output --partial "no branch #7 (the mount has #0 to #2)"
+	run -0 "$SFS" branch mode "$MNT" "#1" rw
+	assert_output --regexp "^branch #1 \(id [0-9]+\) $LO \(ro\) is now rw$"
+	[[ -f $MNT/data ]]
+}
+
+@test "branch remove: a rw branch with unmerged changes is refused without --force" {
+	mkdir "$T/up3"
+	run -0 "$SFS" branch add "$MNT" "$T/up3" --mode rw --top
+	echo precious >"$MNT/new"                # lands in up3
+	[[ -f $T/up3/new ]]
+	run -1 "$SFS" branch remove "$MNT" "#0"
+	assert_output --partial "holds 1 unmerged change"
+	assert_output --partial "stackfs diff $T/up3"
+	assert_output --partial "--force"
+	[[ -f $MNT/new ]] || fail "removed anyway"
+	# a rw branch without changes goes without --force
+	run -0 "$SFS" branch remove "$MNT" "$UP"
+	assert_output --regexp "^removed branch #1 \(id [0-9]+\) $UP \(rw\)$"
+	run -0 "$SFS" branch remove "$MNT" "#0" --force
+	assert_output --regexp "^removed branch #0 \(id [0-9]+\) $T/up3 \(rw\)$"
+	[[ ! -e $MNT/new && -f $T/up3/new ]]
 }

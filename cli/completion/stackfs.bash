@@ -247,8 +247,8 @@ _stackfs()
 	fsck) opts="--repair --json --lower --help" ;;
 	"branch list") opts="--json --help" ;;
 	"branch add") opts="--mode --position --top --bottom --help" ;;
-	"branch remove") opts="--force --help" ;;
-	"branch mode") opts="--help" ;;
+	"branch remove") opts="--id --force --help" ;;
+	"branch mode") opts="--id --help" ;;
 	status) opts="--json --help" ;;
 	diff) opts="--json --help" ;;
 	commit) opts="--into --keep --help" ;;

@@ -79,9 +79,42 @@ _sfs_scope_dir() {
 #   -u, then abort the connection and detach lazily), mount (any other mount
 #   point), loop (a loop device), pid (PID:MP, a daemon that must end with
 #   its mount), symlink (a symlink to $SFS to remove), hang (PID:MP, a
-#   hangfs server and its mount: aborted before anything else is undone).
+#   hangfs server and its mount: aborted before anything else is undone),
+#   shared (a directory of sfs_tools_for_others to remove).
 sfs_record() {
 	printf '%s\t%s\n' "$1" "$2" >>"$(_sfs_list)"
+}
+
+# sfs_tools_for_others TOOL...: copies of executables that other users
+# (nobody, daemon) must run, in a directory they can reach; prints that
+# directory. A TOOL is a name in $TOOLS or a path. The clone, and so
+# build/, may be where others cannot enter (root's home is 0700), and the
+# suite's temporary directories are root's own 0700 ones. The directory is
+# $SFS_SHARED (tests/run: root's 0755 directory in its 0711 run
+# directory), else one made under /tmp for this test or file. Others may
+# enter it and run what is there, never write in it. Fails naming the
+# cause when nobody still cannot run a copy.
+sfs_tools_for_others() {
+	local dir=${SFS_SHARED:-} t src dst
+	if [[ -z $dir ]]; then
+		dir=$(mktemp -d /tmp/stackfs-shared.XXXXXX) || return 1
+		sfs_record shared "$dir"
+		chmod 0755 "$dir" || return 1
+	fi
+	for t in "$@"; do
+		src=$t
+		[[ $t == */* ]] || src=$TOOLS/$t
+		dst=$dir/${src##*/}
+		cmp -s "$src" "$dst" && continue
+		# a whole new file put in place: one already run is not changed
+		install -m 0755 "$src" "$dst.$$" && mv -f "$dst.$$" "$dst" || return 1
+		if ! setpriv --reuid=nobody --regid=nogroup --clear-groups test -x "$dst"; then
+			echo "nobody cannot run $dst: a directory on its path is not searchable by others:" >&2
+			namei -m "$dst" >&2
+			return 1
+		fi
+	done
+	echo "$dir"
 }
 
 # ---------------------------------------------------------------- images
@@ -308,6 +341,7 @@ _sfs_run_list() {
 		rest:mount) _sfs_umount_other "$arg" ;;
 		rest:loop) _sfs_detach_loop "$arg" ;;
 		rest:symlink) [[ -L $arg && $(readlink "$arg") == "$SFS" ]] && rm -f "$arg" ;;
+		rest:shared) [[ $arg == /tmp/stackfs-shared.* ]] && rm -rf "$arg" ;;
 		esac
 	done < <(tac "$list")
 	# daemons recorded at mount time must have ended with their mounts

@@ -1,0 +1,109 @@
+#!/usr/bin/env bats
+# scripts/deps.sh installs what the suite and the scripts run: every
+# external command of tests/, scripts/, .ci/run and the makefile comes from
+# a package `scripts/deps.sh --test` names (or one of that package's direct
+# dependencies, or a package every Debian system has: Priority required),
+# and every command of scripts/demo.sh and the build from one the plain
+# `scripts/deps.sh` names. A test that uses a new program fails here until
+# deps.sh installs it (a fresh machine lacked jq, issue 17).
+
+load helpers/common
+
+# Words found at a command's place that are prose, not commands run.
+NOT_COMMANDS=" as size view write who dir "
+
+setup() {
+	sfs_require_cmd dpkg dpkg-query
+}
+
+# commands FILE...: the words at a command's place in shell source (line
+# starts and after | ; & ( ` $( then do else, past run/if/!/exec/timeout
+# N), plus the names given to sfs_require_cmd and `command -v`.
+commands() {
+	sed -E 's/^[[:space:]]*#.*$//' "$@" |
+		sed -E 's/(\$\(|\|\||&&|[|;`(]|\bthen\b|\bdo\b|\belse\b)/\n/g' |
+		sed -E 's/^[[:space:]]+//
+			s/^((run|if|while|until|!|exec|command|time|elif)([[:space:]]+(-[0-9]+|!|--separate-stderr|--keep-empty-lines))*[[:space:]]+)+//
+			s/^timeout([[:space:]]+-[a-z][[:space:]]*[0-9]+)*[[:space:]]+[0-9.]+[smh]?[[:space:]]+//' |
+		awk '{ print $1 }'
+	sed -E 's/^[[:space:]]*#.*$//' "$@" |
+		grep -oE '(sfs_require_cmd|command -v)( +[a-z][a-z0-9._+-]*)+' |
+		sed -E 's/^(sfs_require_cmd|command -v)//' | tr ' ' '\n'
+}
+
+# external FILE...: those of commands that are programs on this system
+# (not the shell's keywords and builtins, not functions: `type -P` of the system PATH), sorted.
+external() {
+	local c
+	commands "$@" | grep -E '^[a-z][a-z0-9._+-]*$' | sort -u | while read -r c; do
+		[[ $NOT_COMMANDS == *" $c "* ]] && continue
+		[[ $(type -t "$c") == @(keyword|builtin) ]] && continue
+		PATH=/usr/sbin:/usr/bin:/sbin:/bin type -P "$c" >/dev/null && echo "$c"
+	done
+}
+
+# package CMD: the package that ships the program CMD (usr-merged paths
+# and alternatives followed).
+package() {
+	local p f
+	p=$(PATH=/usr/sbin:/usr/bin:/sbin:/bin type -P "$1")
+	for f in "$p" "$(realpath "$p")" "/bin/$1" "/sbin/$1" "/usr/bin/$1" "/usr/sbin/$1"; do
+		dpkg -S "$f" 2>/dev/null | grep -v '^diversion' | sed -n '1s/:.*//p' | grep . && return 0
+	done
+	return 1
+}
+
+# allowed DEPS_ARGS...: the packages deps.sh with DEPS_ARGS names, their
+# direct dependencies, and the Priority required ones, one a line.
+allowed() {
+	local named
+	named=$("$SFS_REPO/scripts/deps.sh" --list "$@") || return 1
+	echo "$named"
+	# shellcheck disable=SC2086  # one package name a word
+	dpkg-query -W -f='${Pre-Depends},${Depends}\n' $named 2>/dev/null | tr ',|' '\n\n' |
+		sed -E 's/^ *//; s/[ :].*//'
+	dpkg-query -W -f='${Package} ${Priority}\n' | awk '$2 == "required" { print $1 }'
+}
+
+# check_provided "DEPS_ARGS" MIN FILE...: fails naming each command of
+# FILEs whose package is not in allowed DEPS_ARGS, or when fewer than MIN
+# commands were found.
+check_provided() {
+	local args=$1 min=$2 ok c p bad=() n=0
+	shift 2
+	# shellcheck disable=SC2086  # the deps.sh arguments
+	ok=" $(allowed $args | sort -u | tr '\n' ' ') "
+	while read -r c; do
+		n=$((n + 1))
+		p=$(package "$c") || { bad+=("$c (no package ships it)"); continue; }
+		[[ $ok == *" $p "* ]] || bad+=("$c (package $p)")
+	done < <(external "$@")
+	((n >= min)) || fail "only $n commands found in $*: the extraction is broken"
+	((${#bad[@]} == 0)) || fail "not installed by scripts/deps.sh $args: ${bad[*]}"
+}
+
+@test "deps.sh --test installs every program the suite and the scripts run" {
+	cd "$SFS_REPO"
+	# the extraction sees the commands it must (jq: tests/96-diff.bats)
+	run -0 external tests/*.bats tests/helpers/*.bash
+	assert_line jq
+	assert_line setpriv
+	assert_line mkfs.xfs
+	check_provided --test 50 tests/*.bats tests/helpers/*.bash tests/run \
+		scripts/*.sh .ci/run GNUmakefile
+}
+
+@test "deps.sh without --test installs what building and the demo run" {
+	cd "$SFS_REPO"
+	check_provided "" 5 scripts/demo.sh GNUmakefile
+	# and not the suite's own tools
+	run -0 "$SFS_REPO/scripts/deps.sh" --list
+	refute_line bats
+	refute_line valgrind
+	refute_line clang
+}
+
+@test "deps.sh refuses an unknown argument" {
+	run -2 "$SFS_REPO/scripts/deps.sh" --tests
+	assert_output --partial "usage"
+}

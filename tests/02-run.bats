@@ -1,0 +1,29 @@
+#!/usr/bin/env bats
+# tests/run ends with one line per filesystem, the names of the failed
+# tests and the total alone on its line, `N passed, N failed, N skipped`
+# (CI reads it), counted from bats's TAP report; a failed test's output
+# stays visible.
+
+load helpers/common
+
+@test "tests/run ends with the counts per filesystem, the failed tests' names and the total" {
+	local f=$BATS_TEST_TMPDIR/sample.bats
+	# (printf: a line starting with @test would be one of this file's)
+	printf '%s\n' '@test "one passes" { true; }' '@test "two passes" { true; }' \
+		'@test "one skips" { skip "on purpose"; }' \
+		'@test "one fails # not a skip" { echo "the failure'"'"'s output"; false; }' >"$f"
+	run -1 env SFS_FS_LIST="ext4 xfs" "$SFS_REPO/tests/run" "$f"
+	assert_line "# the failure's output"
+	assert_line "=== ext4: 2 passed, 1 failed, 1 skipped"
+	assert_line "=== xfs: 2 passed, 1 failed, 1 skipped"
+	assert_line "failed: ext4: 4 one fails # not a skip"
+	assert_line "failed: xfs: 4 one fails # not a skip"
+	[[ ${lines[-1]} == "4 passed, 2 failed, 2 skipped" ]] || fail "last line: ${lines[-1]}"
+}
+
+@test "tests/run exits 0 and counts 0 failed when all pass" {
+	local f=$BATS_TEST_TMPDIR/sample.bats
+	printf '@test "passes" { true; }\n' >"$f"
+	run -0 env SFS_FS_LIST=ext4 "$SFS_REPO/tests/run" "$f"
+	[[ ${lines[-1]} == "1 passed, 0 failed, 0 skipped" ]] || fail "last line: ${lines[-1]}"
+}
