@@ -330,18 +330,18 @@ static int drop_extra_xattrs(int sfd, int dfd)
 	return ret;
 }
 
-/* An fd (not O_PATH) of the regular file or directory dir/name of the
- * type of st, never following a symlink: -ESTALE when another type is
- * there (the name was swapped). */
+/* An O_PATH fd of dir/name (name "" for dir itself) of the type of st,
+ * never following a symlink: -ESTALE when another type is there (the
+ * name was swapped). */
 static int open_meta_fd(int dir, const char *name, const struct stat *st)
 {
 	struct stat now;
-	int fd = openat(dir, name[0] ? name : ".", O_RDONLY | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW |
-			(S_ISDIR(st->st_mode) ? O_DIRECTORY : 0) | O_CLOEXEC);
+	int fd = openat(dir, name[0] ? name : ".", O_PATH | O_NOFOLLOW | O_CLOEXEC);
 
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &now) < 0 || (now.st_mode & S_IFMT) != (st->st_mode & S_IFMT)) {
+	if (fstatat(fd, "", &now, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ||
+	    (now.st_mode & S_IFMT) != (st->st_mode & S_IFMT)) {
 		close(fd);
 		return -ESTALE;
 	}
@@ -349,63 +349,42 @@ static int open_meta_fd(int dir, const char *name, const struct stat *st)
 }
 
 /* Gives ddir/dname the owner, xattrs, ACLs and mode of sdir/sname (not
- * its times: those go last). chown first: it clears set-ID bits. A
- * regular file or directory gets them on its fd (a user who can write the
- * directory cannot swap the name between the steps); a symlink, device or
- * fifo by name, never followed. */
+ * its times: those go last), each step on the target's fd (a user who
+ * can write the directory cannot swap the name between the steps); a
+ * symlink's xattrs alone by name (no fd reaches them). */
 static int copy_meta(int sdir, const char *sname, const struct stat *st, int ddir,
 		     const char *dname)
 {
 	bool lnk = S_ISLNK(st->st_mode);
-	char sp[PATH_MAX], dp[PATH_MAX];
-	int ret, sfd, dfd;
+	int ret, sfd = open_meta_fd(sdir, sname, st), dfd = -1;
 
-	if (S_ISREG(st->st_mode) || S_ISDIR(st->st_mode)) {
-		sfd = open_meta_fd(sdir, sname, st);
-		if (sfd < 0)
-			return sfd;
-		dfd = open_meta_fd(ddir, dname, st);
-		ret = dfd < 0 ? dfd : 0;
-		if (ret == 0 && fchown(dfd, st->st_uid, st->st_gid) < 0)
-			ret = -errno;
-		if (ret == 0)
-			ret = sfs_xattr_copy_fd(sfd, dfd);
-		if (ret == 0 && fchmod(dfd, st->st_mode & 07777) < 0)
-			ret = -errno;
-		close(sfd);
-		if (dfd >= 0)
-			close(dfd);
-		return ret;
+	if (sfd < 0)
+		return sfd;
+	dfd = open_meta_fd(ddir, dname, st);
+	ret = dfd < 0 ? dfd : 0;
+	if (ret == 0) {
+		struct sfs_entry_ref from = { sfd, sdir, lnk ? sname : NULL };
+		struct sfs_entry_ref to = { dfd, ddir, lnk ? dname : NULL };
+
+		ret = sfs_meta_copy(&from, st, &to, false);
 	}
-	if (fchownat(ddir, dname, st->st_uid, st->st_gid, AT_SYMLINK_NOFOLLOW) < 0)
-		return -errno;
-	proc_path(sp, sizeof(sp), sdir, sname);
-	proc_path(dp, sizeof(dp), ddir, dname);
-	ret = sfs_xattr_copy(sp, dp, lnk);
-	if (ret < 0)
-		return ret;
-	if (!lnk && fchmodat(ddir, dname, st->st_mode & 07777, 0) < 0)
-		return -errno;
-	return 0;
+	close(sfd);
+	if (dfd >= 0)
+		close(dfd);
+	return ret;
 }
 
 static int copy_times(const struct stat *st, int ddir, const char *dname)
 {
 	struct timespec tv[2] = { st->st_atim, st->st_mtim };
-	int fd, ret = 0;
+	int fd = open_meta_fd(ddir, dname, st), ret = 0;
 
-	if (S_ISREG(st->st_mode) || S_ISDIR(st->st_mode)) {
-		fd = open_meta_fd(ddir, dname, st);
-		if (fd < 0)
-			return fd;
-		if (futimens(fd, tv) < 0)
-			ret = -errno;
-		close(fd);
-		return ret;
-	}
-	if (utimensat(ddir, dname[0] ? dname : ".", tv, AT_SYMLINK_NOFOLLOW) < 0)
-		return -errno;
-	return 0;
+	if (fd < 0)
+		return fd;
+	if (utimensat(fd, "", tv, AT_EMPTY_PATH) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
 }
 
 /* Clears the opaque and redirect marks of a directory, both formats. */

@@ -47,47 +47,70 @@ void sfs_temp_name(char buf[64], const char *what)
 		 atomic_fetch_add(&seq, 1));
 }
 
-/* "/proc/self/fd/DIRFD/NAME": a path to an entry that the xattr and ACL
- * copy functions take, without following the entry if a symlink. */
-static void entry_path(char *buf, size_t len, int dirfd, const char *name)
-{
-	snprintf(buf, len, "/proc/self/fd/%d/%s", dirfd, name);
-}
+/* A copy being staged: an O_PATH fd of it, which every step uses, so
+ * that none looks a name up again; and its name in work/, where it has
+ * one (a regular file is made nameless, O_TMPFILE, where the branch can:
+ * then no name exists that anyone could swap before it is placed). */
+struct staged {
+	char tmp[64];                 /* "" when it has none in work/ */
+	int fd;                       /* -1 when none */
+	bool fresh;                   /* made by this copy-up (not the index's) */
+};
 
 /* Gives the staged copy the source's owner, xattrs, ACLs, mode and
- * times, in an order where no step undoes an earlier one: chown clears
- * set-ID bits and capabilities, so it goes first; times go last. */
-static int copy_meta(int sdir, const char *sname, const struct stat *src,
-		     int workfd, const char *tmp)
+ * times, each on the copy's own fd (sfs_meta_copy). A symlink's xattrs
+ * alone go by name: the copy's in work/, a directory only the daemon can
+ * write (checked at every mount: whiteout/metatrust.c), the source's in
+ * its lower directory (a swap there could only change which labels the
+ * copy of a symlink gets). */
+static int copy_meta(const struct sfs_layer *src, int sdir, const char *sname,
+		     const struct stat *st, int workfd, const struct staged *s)
 {
-	struct timespec tv[2] = { src->st_atim, src->st_mtim };
-	bool lnk = S_ISLNK(src->st_mode);
-	char sp[300], dp[300];
-	int ret;
+	bool lnk = S_ISLNK(st->st_mode);
+	struct sfs_entry_ref from = { src->fd, sdir, lnk ? sname : NULL };
+	struct sfs_entry_ref to = { s->fd, workfd, lnk ? s->tmp : NULL };
 
-	if (fchownat(workfd, tmp, src->st_uid, src->st_gid, AT_SYMLINK_NOFOLLOW) < 0)
-		return -errno;
-	entry_path(sp, sizeof(sp), sdir, sname);
-	entry_path(dp, sizeof(dp), workfd, tmp);
-	ret = sfs_xattr_copy(sp, dp, lnk);
-	if (ret < 0)
-		return ret;
-	if (!lnk && fchmodat(workfd, tmp, src->st_mode & 07777, 0) < 0)
-		return -errno;
-	if (utimensat(workfd, tmp, tv, AT_SYMLINK_NOFOLLOW) < 0)
-		return -errno;
-	return 0;
+	return sfs_meta_copy(&from, st, &to, true);
 }
 
+/* An O_PATH fd of what the daemon just made at work/tmp, checked to be
+ * it: of the type made, the daemon's own, with no other name. */
+static int open_made(int workfd, const char *tmp, mode_t type)
+{
+	int fd = sfs_path_fd(workfd, tmp), ret;
+	struct stat st;
+
+	if (fd < 0)
+		return fd;
+	ret = sfs_fstat(fd, &st);
+	if (ret == 0 && ((st.st_mode & S_IFMT) != type || st.st_uid != geteuid() ||
+			 (!S_ISDIR(type) && st.st_nlink != 1)))
+		ret = -ESTALE;
+	if (ret < 0) {
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+/* The data of a regular file; s->fd is an O_PATH fd of the new file. */
 static int stage_file(const struct sfs_layer *src, const struct stat *st,
-		      int workfd, const char *tmp, bool nodata)
+		      int workfd, struct staged *s, bool nodata)
 {
 	int in = -1, out, ret = 0;
 
-	out = sfs_open_beneath(workfd, tmp, O_CREAT | O_EXCL | O_WRONLY, 0600);
+	out = openat(workfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+	if (out >= 0)
+		s->tmp[0] = '\0';
+	else /* no O_TMPFILE here; or an error a named file says better
+	      * (a removed work/ is EPERM for O_TMPFILE, ENOENT for it) */
+		out = sfs_open_beneath(workfd, s->tmp, O_CREAT | O_EXCL | O_WRONLY, 0600);
 	if (out < 0)
 		return out;
-	if (!nodata) {
+	s->fd = sfs_reopen(out, O_PATH);
+	if (s->fd < 0)
+		ret = s->fd;
+	if (ret == 0 && !nodata) {
 		/* reading the lower file must not change it, atime included */
 		in = sfs_reopen(src->fd, O_RDONLY | O_NOATIME);
 		if (in == -EPERM) /* not the owner, without CAP_FOWNER */
@@ -102,53 +125,120 @@ static int stage_file(const struct sfs_layer *src, const struct stat *st,
 	return ret;
 }
 
-/* Makes the staged entry: the type's own creation, then its metadata. */
-static int stage_entry(const struct sfs_layer *src, int sdir, const char *sname,
-		       const struct stat *st, int workfd, char tmp[64], bool nodata)
+/* Makes a staged entry of another type than a regular file. */
+static int stage_node(const struct sfs_layer *src, const struct stat *st,
+		      int workfd, struct staged *s)
 {
 	char target[PATH_MAX + 1];
 	ssize_t len;
-	int ret = 0;
+	int r;
 
-	sfs_temp_name(tmp, "cu");
-	if (S_ISREG(st->st_mode)) {
-		ret = stage_file(src, st, workfd, tmp, nodata);
-	} else if (S_ISLNK(st->st_mode)) {
+	if (S_ISLNK(st->st_mode)) {
 		len = readlinkat(src->fd, "", target, sizeof(target) - 1);
 		if (len < 0)
 			return -errno;
 		target[len] = '\0';
-		if (symlinkat(target, workfd, tmp) < 0)
-			return -errno;
+		r = symlinkat(target, workfd, s->tmp);
 	} else if (S_ISDIR(st->st_mode)) {
-		if (mkdirat(workfd, tmp, 0700) < 0)
-			return -errno;
-	} else if (mknodat(workfd, tmp, (st->st_mode & S_IFMT) | 0600, st->st_rdev) < 0) {
-		return -errno;
-	} else if (sfs_wh_is_chr_whiteout(st)) {
-		/* a 0:0 device copied up is a real one (a whiteout has no
-		 * node): the copy must read as one too */
-		ret = sfs_wh_mark_device(workfd, tmp);
+		r = mkdirat(workfd, s->tmp, 0700);
+	} else {
+		r = mknodat(workfd, s->tmp, (st->st_mode & S_IFMT) | 0600, st->st_rdev);
 	}
+	if (r < 0)
+		return -errno;
+	s->fd = open_made(workfd, s->tmp, st->st_mode & S_IFMT);
+	return s->fd < 0 ? s->fd : 0;
+}
+
+/* Takes the staged entry away again (its fd too). */
+static void unstage(int workfd, struct staged *s, mode_t mode)
+{
+	if (s->tmp[0])
+		unlinkat(workfd, s->tmp, S_ISDIR(mode) ? AT_REMOVEDIR : 0);
+	if (s->fd >= 0)
+		close(s->fd);
+	s->tmp[0] = '\0';
+	s->fd = -1;
+}
+
+/* Makes the staged entry: the type's own creation, then its metadata. */
+static int stage_entry(const struct sfs_layer *src, int sdir, const char *sname,
+		       const struct stat *st, int workfd, struct staged *s, bool nodata)
+{
+	int ret;
+
+	sfs_temp_name(s->tmp, "cu");
+	s->fd = -1;
+	s->fresh = true;
+	if (S_ISREG(st->st_mode))
+		ret = stage_file(src, st, workfd, s, nodata);
+	else
+		ret = stage_node(src, st, workfd, s);
+	/* a 0:0 device copied up is a real one (a whiteout has no node): the
+	 * copy must read as one too */
+	if (ret == 0 && sfs_wh_is_chr_whiteout(st))
+		ret = sfs_wh_mark_device(s->fd, "");
 	if (ret == 0)
-		ret = copy_meta(sdir, sname, st, workfd, tmp);
+		ret = copy_meta(src, sdir, sname, st, workfd, s);
 	if (ret < 0)
-		unlinkat(workfd, tmp, S_ISDIR(st->st_mode) ? AT_REMOVEDIR : 0);
+		unstage(workfd, s, st->st_mode);
 	return ret;
 }
 
-/* Moves a staged entry to parentfd/name. The parent's times are put back:
- * the union's view of the parent has not changed. */
-static int place_entry(int workfd, const char *tmp, int parentfd, const char *name)
+/* Whether fds a and b hold the same inode. */
+static bool same_inode(int a, int b)
+{
+	struct stat sa, sb;
+
+	return sfs_fstat(a, &sa) == 0 && sfs_fstat(b, &sb) == 0 &&
+	       sa.st_ino == sb.st_ino && sa.st_dev == sb.st_dev;
+}
+
+/* A staged directory, renamed to parentfd/name: checked to be the one
+ * staged (its name in work/ is the only way to move it), else put back
+ * out of the view and -ESTALE. Only a staging area someone else could
+ * write would fail this: the mount checks that none can. */
+static int rename_dir(int workfd, const struct staged *s, int parentfd, const char *name)
+{
+	char back[64];
+	int fd;
+
+	if (renameat2(workfd, s->tmp, parentfd, name, RENAME_NOREPLACE) < 0)
+		return -errno;
+	fd = sfs_path_fd(parentfd, name);
+	if (fd >= 0 && same_inode(fd, s->fd)) {
+		close(fd);
+		return 0;
+	}
+	if (fd >= 0)
+		close(fd);
+	sfs_temp_name(back, "stale");
+	renameat2(parentfd, name, workfd, back, RENAME_NOREPLACE);
+	sfs_log(SFS_LOG_ERR, "copy-up: the staged directory was replaced in %s/%s before it "
+		"was placed: not placed", SFS_META_NAME, "work");
+	return -ESTALE;
+}
+
+/* Puts the staged entry s at parentfd/name. A non-directory is linked
+ * from its fd, then its name in work/ removed: what is placed is the
+ * inode staged, whatever was done to that name. A directory, which has
+ * no second name, is renamed and checked (rename_dir). The parent's times
+ * are put back: the union's view of the parent has not changed. */
+static int place_entry(int workfd, struct staged *s, bool dir, int parentfd,
+		       const char *name)
 {
 	struct stat pst;
 	struct timespec tv[2];
 	int ret = sfs_fstat(parentfd, &pst);
 
+	if (ret == 0)
+		ret = dir ? rename_dir(workfd, s, parentfd, name) :
+			    sfs_link_fd(s->fd, parentfd, name);
 	if (ret < 0)
 		return ret;
-	if (renameat2(workfd, tmp, parentfd, name, RENAME_NOREPLACE) < 0)
-		return -errno;
+	if (!dir && s->tmp[0])
+		unlinkat(workfd, s->tmp, 0); /* an unlinked leftover goes at mount */
+	s->tmp[0] = '\0';
 	tv[0] = pst.st_atim;
 	tv[1] = pst.st_mtim;
 	utimensat(parentfd, "", tv, AT_EMPTY_PATH); /* cosmetic: no failure */
@@ -196,27 +286,30 @@ static int node_where(struct sfs_node *n, struct sfs_node **parent, char **name)
 	return -ENOMEM;
 }
 
-/* Records on the staged copy which lower entry it came from. */
-static int set_origin(const struct sfs_stack *st, int sdir, const char *sname,
-		      int workfd, const char *tmp)
+/* Records on the staged copy which lower entry (src, the node's lower
+ * layer) it came from. */
+static int set_origin(const struct sfs_stack *st, const struct stat *src,
+		      int workfd, const struct staged *s)
 {
+	bool lnk = S_ISLNK(src->st_mode);
+	int dfd = lnk ? workfd : s->fd;
+	const char *dname = lnk ? s->tmp : "";
 	struct sfs_origin o;
-	char p[300];
 	ssize_t len;
-	int ret = sfs_origin_of(sdir, sname, st->snap->b[st->l[0].bidx]->fs_uuid, &o);
+	int ret = sfs_origin_of(st->l[0].fd, "", st->snap->b[st->l[0].bidx]->fs_uuid, &o);
 
 	if (ret < 0)
 		return ret;
 	/* A copy whose attribute names already fill what listxattr can
 	 * return (64 KiB) goes without: the record would make its list
 	 * unreadable. It then shows its own inode number. */
-	entry_path(p, sizeof(p), workfd, tmp);
-	len = llistxattr(p, NULL, 0);
+	len = sfs_xattr_list(dfd, dname, NULL, 0);
 	if (len >= 0 && (size_t)len + sizeof(SFS_ORIGIN_XATTR) > XATTR_LIST_MAX) {
-		sfs_log(SFS_LOG_WARN, "copy-up of %s: no room for its origin record", sname);
+		sfs_log(SFS_LOG_WARN, "copy-up: no room for an origin record on the copy of "
+			"inode %llu", (unsigned long long)src->st_ino);
 		return 0;
 	}
-	return sfs_origin_set(workfd, tmp, &o);
+	return sfs_origin_set(dfd, dname, &o);
 }
 
 /* The copy a lower file with several names already has in the index
@@ -252,21 +345,17 @@ static int link_copy(int copyfd, int dirfd, const char *name)
  * several names goes into the index too. Nothing is left on failure. */
 static int stage_copy(const struct sfs_stack *st, const struct sfs_layer *sl,
 		      const struct stat *src, int workfd, const char *name,
-		      bool nodata, char tmp[64])
+		      bool nodata, struct staged *s)
 {
-	int ret = stage_entry(&st->l[0], sl->fd, name, src, workfd, tmp, nodata);
+	int ret = stage_entry(&st->l[0], sl->fd, name, src, workfd, s, nodata);
 
-	if (ret < 0) {
-		tmp[0] = '\0';
+	if (ret < 0)
 		return ret;
-	}
-	ret = set_origin(st, sl->fd, name, workfd, tmp);
+	ret = set_origin(st, src, workfd, s);
 	if (ret == 0 && S_ISREG(src->st_mode) && src->st_nlink > 1)
-		ret = sfs_index_link(st->snap, st->l[0].fd, src, workfd, tmp);
-	if (ret < 0) {
-		unlinkat(workfd, tmp, S_ISDIR(src->st_mode) ? AT_REMOVEDIR : 0);
-		tmp[0] = '\0';
-	}
+		ret = sfs_index_link(st->snap, st->l[0].fd, src, s->fd);
+	if (ret < 0)
+		unstage(workfd, s, src->st_mode);
 	return ret;
 }
 
@@ -307,32 +396,34 @@ static int copy_dir_into(struct sfs_node *n, const struct sfs_stack *st,
 	const struct sfs_layer *sl = sfs_stack_in(pst, st->l[0].bidx);
 	const struct sfs_layer *dl = sfs_stack_in(pst, bidx);
 	int workfd = st->snap->b[bidx]->work_fd;
-	char tmp[64];
+	struct staged s = { "", -1, false };
 	struct stat src;
 	int fd, ret = sl && dl ? sfs_fstat(st->l[0].fd, &src) : -ESTALE;
 
 	if (ret == 0)
-		ret = stage_copy(st, sl, &src, workfd, name, false, tmp);
-	if (ret < 0)
+		ret = stage_copy(st, sl, &src, workfd, name, false, &s);
+	if (ret == 0)
+		ret = place_entry(workfd, &s, true, dl->fd, name);
+	if (ret == -EEXIST) {
+		/* placed meanwhile (behind the union's back): that one */
+		unstage(workfd, &s, S_IFDIR);
+		fd = sfs_path_fd(dl->fd, name);
+		return fd < 0 ? fd : install(n, st, bidx, fd, &src);
+	}
+	if (ret < 0) {
+		unstage(workfd, &s, S_IFDIR);
 		return ret;
-	ret = place_entry(workfd, tmp, dl->fd, name);
-	if (ret < 0)
-		unlinkat(workfd, tmp, AT_REMOVEDIR);
-	if (ret < 0 && ret != -EEXIST)
-		return ret;
+	}
 	sfs_count(copyups, 1);
-	fd = sfs_path_fd(dl->fd, name);
-	if (fd < 0)
-		return fd;
 	/* flags go on once placed: an immutable entry cannot be renamed */
-	ret = ret == 0 ? sfs_copy_flags(st->l[0].fd, fd) : 0;
+	ret = sfs_copy_flags(st->l[0].fd, s.fd);
 	if (ret < 0) {
 		/* back to the old state: the lower entry shows again */
-		close(fd);
+		close(s.fd);
 		unlinkat(dl->fd, name, AT_REMOVEDIR);
 		return ret;
 	}
-	return install(n, st, bidx, fd, &src);
+	return install(n, st, bidx, s.fd, &src);
 }
 
 /* Whether parent/name still shows node n's lower entry (1), or no longer
@@ -362,25 +453,27 @@ static int copy_file_flags(const struct sfs_layer *src, int fd, mode_t mode)
 }
 
 /* Under the parent's namespace lock: puts the copy under the name if the
- * name still shows the node — the staged tmp, renamed, or (tmp empty) an
- * existing copy fd of the index, linked — then a fresh copy's inode flags
- * (after: an immutable entry cannot be renamed). 1 when placed, 0 when
- * the name has gone to another entry, or -errno with nothing placed. */
+ * name still shows the node — the staged s (tmp set), renamed, or an
+ * existing copy fd of the index, linked — then a fresh copy's inode
+ * flags (after: an immutable entry cannot be renamed). 1 when placed, 0
+ * when the name has gone to another entry, or -errno with nothing
+ * placed. */
 static int place_file(struct sfs_node *n, struct sfs_node *parent,
 		      const struct sfs_layer *src, mode_t mode, int dirfd,
-		      const char *name, int fd, int workfd, const char *tmp)
+		      const char *name, int workfd, struct staged *s)
 {
+	bool fresh = s->fresh;
 	int ret = name_shows_lower(n, parent, name);
 
 	if (ret <= 0)
 		return ret;
-	ret = tmp[0] ? place_entry(workfd, tmp, dirfd, name) :
-		       link_copy(fd, dirfd, name);
+	ret = fresh ? place_entry(workfd, s, false, dirfd, name) :
+		      link_copy(s->fd, dirfd, name);
 	if (ret == -EEXIST)
 		return 0; /* an entry made there behind the union's back */
-	if (ret < 0 || !tmp[0])
+	if (ret < 0 || !fresh)
 		return ret < 0 ? ret : 1;
-	ret = copy_file_flags(src, fd, mode);
+	ret = copy_file_flags(src, s->fd, mode);
 	if (ret < 0)
 		unlinkat(dirfd, name, 0); /* the lower entry shows again */
 	return ret < 0 ? ret : 1;
@@ -390,15 +483,15 @@ static int place_file(struct sfs_node *n, struct sfs_node *parent,
  * unlinked file is its opener's: it leaves the staging directory (one
  * with other lower names stays in the index for them), then gets its
  * flags. */
-static int keep_nameless(const struct sfs_layer *src, mode_t mode, int fd,
-			 int workfd, char tmp[64])
+static int keep_nameless(const struct sfs_layer *src, mode_t mode, int workfd,
+			 struct staged *s)
 {
-	if (!tmp[0])
+	if (!s->fresh)
 		return 0; /* the index entry, as it was */
-	if (unlinkat(workfd, tmp, 0) < 0)
+	if (s->tmp[0] && unlinkat(workfd, s->tmp, 0) < 0)
 		return -errno;
-	tmp[0] = '\0';
-	return copy_file_flags(src, fd, mode);
+	s->tmp[0] = '\0';
+	return copy_file_flags(src, s->fd, mode);
 }
 
 /* Copies non-directory n, reached by parent/name (stack pst), into branch
@@ -413,36 +506,33 @@ static int copy_file_into(struct sfs_node *n, const struct sfs_stack *st,
 	const struct sfs_layer *sl = sfs_stack_in(pst, st->l[0].bidx);
 	const struct sfs_layer *dl = sfs_stack_in(pst, bidx);
 	int workfd = st->snap->b[bidx]->work_fd;
-	char tmp[64] = "";
+	struct staged s = { "", -1, false };
 	struct stat src;
-	int fd = -1, ret = sl && dl ? sfs_fstat(st->l[0].fd, &src) : -ESTALE;
+	bool fresh = false;
+	int ret = sl && dl ? sfs_fstat(st->l[0].fd, &src) : -ESTALE;
 
 	if (ret == 0) {
-		fd = indexed_copy(st, &src);
-		if (fd < 0)
-			ret = stage_copy(st, sl, &src, workfd, name, nodata, tmp);
-		if (ret == 0 && fd < 0)
-			ret = fd = sfs_path_fd(workfd, tmp);
+		s.fd = indexed_copy(st, &src);
+		fresh = s.fd < 0;
+		if (fresh)
+			ret = stage_copy(st, sl, &src, workfd, name, nodata, &s);
 	}
-	if (ret >= 0) {
+	if (ret == 0) {
 		sfs_ns_lock(parent);
 		ret = place_file(n, parent, &st->l[0], src.st_mode, dl->fd,
-				 name, fd, workfd, tmp);
+				 name, workfd, &s);
 		sfs_ns_unlock(parent);
 	}
 	if (ret == 0)
-		ret = keep_nameless(&st->l[0], src.st_mode, fd, workfd, tmp);
+		ret = keep_nameless(&st->l[0], src.st_mode, workfd, &s);
 	if (ret < 0) {
-		if (tmp[0])
-			unlinkat(workfd, tmp, 0);
-		if (fd >= 0)
-			close(fd);
+		unstage(workfd, &s, src.st_mode);
 		return ret;
 	}
 	sfs_count(copyups, 1);
-	if (tmp[0] && S_ISREG(src.st_mode) && !nodata)
+	if (fresh && S_ISREG(src.st_mode) && !nodata)
 		sfs_count(copyup_bytes, (uint64_t)src.st_size);
-	return install(n, st, bidx, fd, &src);
+	return install(n, st, bidx, s.fd, &src);
 }
 
 int sfs_dir_ensure_layer(struct sfs_node *dir, unsigned bidx,

@@ -145,10 +145,23 @@ static int stage_copy_acl(int from, int to)
 
 static void stage_end(struct stage *sg, const char *name);
 
+/* The private directory's owner and mode, set on its fd: its group is
+ * the parent's (as the kernel gives a new entry in a set-group-ID
+ * directory), its set-group-ID bit the parent's. */
+static int stage_own(int fd, const struct stat *pst)
+{
+	mode_t mode = 0700 | (pst->st_mode & S_ISGID);
+	char p[32];
+
+	if (fchownat(fd, "", (uid_t)-1, pst->st_gid, AT_EMPTY_PATH) < 0)
+		return -errno;
+	sfs_fd_path(fd, p);
+	return chmod(p, mode) < 0 ? -errno : 0;
+}
+
 static int stage_begin(const struct sfs_place *p, struct stage *sg)
 {
-	mode_t mode = 0700;
-	struct stat pst;
+	struct stat pst, st;
 	int ret = sfs_fstat(p->pl->fd, &pst);
 
 	sg->workfd = p->br->work_fd;
@@ -156,15 +169,15 @@ static int stage_begin(const struct sfs_place *p, struct stage *sg)
 	if (ret < 0)
 		return ret;
 	sfs_temp_name(sg->dir, "mk");
-	if (mkdirat(sg->workfd, sg->dir, mode) < 0)
+	if (mkdirat(sg->workfd, sg->dir, 0700) < 0)
 		return -errno;
-	if (pst.st_mode & S_ISGID)
-		mode |= S_ISGID;
-	if (fchownat(sg->workfd, sg->dir, (uid_t)-1, pst.st_gid, AT_SYMLINK_NOFOLLOW) < 0 ||
-	    fchmodat(sg->workfd, sg->dir, mode, 0) < 0)
-		ret = -errno;
-	if (ret == 0)
-		ret = sg->fd = sfs_path_fd(sg->workfd, sg->dir);
+	ret = sg->fd = sfs_path_fd(sg->workfd, sg->dir);
+	/* the one just made: the daemon's own, empty */
+	if (ret >= 0 && (sfs_fstat(sg->fd, &st) < 0 || st.st_uid != geteuid() ||
+			 st.st_nlink != 2))
+		ret = -ESTALE;
+	if (ret >= 0)
+		ret = stage_own(sg->fd, &pst);
 	if (ret >= 0)
 		ret = stage_copy_acl(p->pl->fd, sg->fd);
 	if (ret < 0)
@@ -303,21 +316,6 @@ static int create_one(int dirfd, const char *name, void *arg)
 	return 0;
 }
 
-/* Links the nameless file fd in as dirfd/name. AT_EMPTY_PATH needs
- * CAP_DAC_READ_SEARCH (ENOENT without: a user's daemon); /proc does not,
- * where it is mounted. */
-static int link_nameless(int fd, int dirfd, const char *name)
-{
-	char proc[32];
-
-	if (linkat(fd, "", dirfd, name, AT_EMPTY_PATH) == 0)
-		return 0;
-	if (errno != ENOENT)
-		return -errno;
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	return linkat(AT_FDCWD, proc, dirfd, name, AT_SYMLINK_FOLLOW) < 0 ? -errno : 0;
-}
-
 /* A file for a caller other than root where no whiteout is: made
  * nameless (O_TMPFILE, read-write as it requires) in the parent, given
  * its owner, then linked in under the name, so that it never shows as
@@ -338,7 +336,7 @@ static int create_linked(fuse_req_t req, const struct sfs_place *p,
 	if (ret == 0)
 		ret = set_owner_at(p->pl->fd, fd, "", AT_EMPTY_PATH, req);
 	if (ret == 0)
-		ret = link_nameless(fd, p->pl->fd, name);
+		ret = sfs_link_fd(fd, p->pl->fd, name);
 	if (ret < 0 && fd >= 0)
 		close(fd);
 	if (ret == 0)

@@ -71,27 +71,26 @@ int sfs_index_open_of(const struct sfs_snap *s, int lower_fd, const struct stat 
 	return ret < 0 ? ret : -ENOENT;
 }
 
-/* Puts work/tmp at the index name in place of a stale entry: linked to a
- * second staging name, renamed over it in one step. The stale entry's
- * data stays with the names the old copy was placed under; no lower
- * name shows it any more. */
-static int index_replace(int dfd, const char *name, int workfd, const char *tmp)
+/* Puts the copy fd at the index name in place of a stale entry: linked
+ * to a staging name in work/, renamed over it in one step. The stale
+ * entry's data stays with the names the old copy was placed under; no
+ * lower name shows it any more. */
+static int index_replace(int dfd, const char *name, int workfd, int fd)
 {
-	char tmp2[80];
-	int ret = 0;
+	char tmp[64];
+	int ret;
 
-	snprintf(tmp2, sizeof(tmp2), "%s.idx", tmp);
-	if (linkat(workfd, tmp, workfd, tmp2, 0) < 0)
-		return -errno;
-	if (renameat(workfd, tmp2, dfd, name) < 0) {
+	sfs_temp_name(tmp, "idx");
+	ret = sfs_link_fd(fd, workfd, tmp);
+	if (ret == 0 && renameat(workfd, tmp, dfd, name) < 0) {
 		ret = -errno;
-		unlinkat(workfd, tmp2, 0);
+		unlinkat(workfd, tmp, 0);
 	}
 	return ret;
 }
 
 int sfs_index_link(const struct sfs_snap *s, int lower_fd, const struct stat *lst,
-		   int workfd, const char *tmp)
+		   int copy_fd)
 {
 	int dfd = index_dir(s), fd, ret;
 	char name[32];
@@ -99,10 +98,9 @@ int sfs_index_link(const struct sfs_snap *s, int lower_fd, const struct stat *ls
 	if (dfd < 0)
 		return 0; /* no index: the link breaks at copy-up */
 	sfs_index_name(name, fs_id_of_dev(s, lst->st_dev), lst->st_ino);
-	if (linkat(workfd, tmp, dfd, name, 0) == 0)
-		return 0;
-	if (errno != EEXIST)
-		return -errno;
+	ret = sfs_link_fd(copy_fd, dfd, name);
+	if (ret != -EEXIST)
+		return ret;
 	/* an entry the copy-up did not use: stale, or not ours to replace */
 	fd = sfs_path_fd(dfd, name);
 	if (fd < 0)
@@ -113,7 +111,7 @@ int sfs_index_link(const struct sfs_snap *s, int lower_fd, const struct stat *ls
 		return ret < 0 ? ret : -EEXIST;
 	sfs_log(SFS_LOG_INFO, "index entry %s was the copy of a lower file that no longer "
 		"exists: replaced", name);
-	return index_replace(dfd, name, workfd, tmp);
+	return index_replace(dfd, name, s->b[s->top_rw]->work_fd, copy_fd);
 }
 
 uint32_t sfs_index_nlink(uint32_t lower, uint32_t upper)

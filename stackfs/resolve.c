@@ -55,6 +55,20 @@ int sfs_reopen(int pathfd, int flags)
 	return fd < 0 ? -errno : fd;
 }
 
+/* AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH (ENOENT without: a user's
+ * daemon); the magic link does not, where /proc is mounted. */
+int sfs_link_fd(int fd, int dirfd, const char *name)
+{
+	char p[32];
+
+	if (linkat(fd, "", dirfd, name, AT_EMPTY_PATH) == 0)
+		return 0;
+	if (errno != ENOENT)
+		return -errno;
+	sfs_fd_path(fd, p);
+	return linkat(AT_FDCWD, p, dirfd, name, AT_SYMLINK_FOLLOW) < 0 ? -errno : 0;
+}
+
 int sfs_fstat(int fd, struct stat *st)
 {
 	if (fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)

@@ -174,6 +174,9 @@ int sfs_open_beneath(int dirfd, const char *name, int flags, mode_t mode);
 int sfs_path_fd(int dirfd, const char *name);
 /* Reopens an O_PATH fd with real access flags through /proc/self/fd. */
 int sfs_reopen(int pathfd, int flags);
+/* Links the inode fd holds (O_PATH or O_TMPFILE) in as dirfd/name, never
+ * by a name of it. 0 or -errno (-EEXIST when the name is taken). */
+int sfs_link_fd(int fd, int dirfd, const char *name);
 /* "/proc/self/fd/N" for syscalls that take no fd. */
 void sfs_fd_path(int fd, char buf[static 32]);
 int sfs_fstat(int fd, struct stat *st);
@@ -236,10 +239,10 @@ int sfs_index_open(const struct sfs_snap *s, uint64_t dev, uint64_t ino);
  * file was replaced offline by one that reuses its number) is stale and
  * not used (-ENOENT). */
 int sfs_index_open_of(const struct sfs_snap *s, int lower_fd, const struct stat *lst);
-/* Links a staged copy of the lower entry lower_fd (stat lst) into the
- * index, replacing a stale entry of that name. */
+/* Links a staged copy (fd, O_PATH) of the lower entry lower_fd (stat
+ * lst) into the index, replacing a stale entry of that name. */
 int sfs_index_link(const struct sfs_snap *s, int lower_fd, const struct stat *lst,
-		   int workfd, const char *tmp);
+		   int fd);
 /* The link count to show for an indexed copy. */
 uint32_t sfs_index_nlink(uint32_t lower, uint32_t upper);
 

@@ -1,38 +1,152 @@
-/* Copying extended attributes and permissions (mode and POSIX ACLs) from
- * one entry to another, with libattr's and libacl's copy functions. The
- * union's private attributes are never copied. */
-#include <attr/error_context.h>
+/* Copying an entry's metadata — owner, extended attributes, POSIX ACLs,
+ * mode, times — to another entry, the way copy-up and commit need it.
+ * Every step works on the target's own fd: a name in a directory that
+ * someone else can write could be swapped between two steps, and the
+ * daemon would then stamp root's owner or set-ID bits on a stranger's
+ * file. The one exception is the xattrs of a symlink, which no fd
+ * reaches (see sfs_meta_copy). The union's private attributes and those
+ * libattr's policy (/etc/xattr.conf) skips are never copied. */
 #include <attr/libattr.h>
-#include <acl/libacl.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "xattr/xattr.h"
 
-/* Which attributes to copy: not ours, and not those libattr's policy
- * (/etc/xattr.conf) leaves to the permission copy or skips. */
-static int copy_check(const char *name, struct error_context *ctx)
+/* The (fd, name) pair the xattr calls take for an entry. */
+static int ref_fd(const struct sfs_entry_ref *r)
 {
-	return !sfs_xattr_is_private(name) && attr_copy_check_permissions(name, ctx);
+	return r->name ? r->dir_fd : r->fd;
 }
 
-int sfs_xattr_copy(const char *src, const char *dst, bool symlink)
+static const char *ref_name(const struct sfs_entry_ref *r)
 {
-	/* A source without xattr support has nothing to copy; a target that
-	 * refuses an attribute the source has fails the copy (ENOTSUP...). */
-	if (attr_copy_file(src, dst, copy_check, NULL) < 0)
-		return errno ? -errno : -EIO;
-	if (!symlink && perm_copy_file(src, dst, NULL) < 0)
-		return errno ? -errno : -EIO;
-	return 0;
+	return r->name ? r->name : "";
 }
 
-int sfs_xattr_copy_fd(int src_fd, int dst_fd)
+/* The names of src's attributes in a malloc'd list: *len 0 and NULL when
+ * it has none or its filesystem keeps none. The list may grow between
+ * the calls: asked again then. */
+static int list_names(const struct sfs_entry_ref *src, char **out, size_t *len)
 {
-	/* the fds themselves: nothing is looked up by name, so a name swapped
-	 * meanwhile in a directory a user can write changes nothing */
-	if (attr_copy_fd(NULL, src_fd, NULL, dst_fd, copy_check, NULL) < 0)
-		return errno ? -errno : -EIO;
-	if (perm_copy_fd(NULL, src_fd, NULL, dst_fd, NULL) < 0)
-		return errno ? -errno : -EIO;
-	return 0;
+	ssize_t n;
+	char *buf = NULL;
+
+	*out = NULL;
+	*len = 0;
+	for (int tries = 0; tries < 8; tries++) {
+		n = sfs_xattr_list(ref_fd(src), ref_name(src), NULL, 0);
+		if (n == -ENOTSUP || n == 0)
+			return 0;
+		if (n < 0)
+			return (int)n;
+		free(buf);
+		buf = malloc((size_t)n);
+		if (!buf)
+			return -ENOMEM;
+		n = sfs_xattr_list(ref_fd(src), ref_name(src), buf, (size_t)n);
+		if (n >= 0) {
+			*out = buf;
+			*len = (size_t)n;
+			return 0;
+		}
+		if (n != -ERANGE)
+			break;
+	}
+	free(buf);
+	return n < 0 ? (int)n : -EIO;
+}
+
+/* Copies one attribute: gone meanwhile from src is not an error; the
+ * target's refusal is (ENOTSUP, ENOSPC, E2BIG...). */
+static int copy_one(const struct sfs_entry_ref *src, const struct sfs_entry_ref *dst,
+		    const char *name)
+{
+	ssize_t n;
+	char *val = NULL;
+	int ret = -EIO;
+
+	for (int tries = 0; tries < 8; tries++) {
+		n = sfs_xattr_get(ref_fd(src), ref_name(src), name, NULL, 0);
+		if (n < 0) {
+			ret = n == -ENODATA ? 0 : (int)n;
+			break;
+		}
+		free(val);
+		val = malloc(n ? (size_t)n : 1);
+		if (!val) {
+			ret = -ENOMEM;
+			break;
+		}
+		n = sfs_xattr_get(ref_fd(src), ref_name(src), name, val, (size_t)n);
+		if (n == -ERANGE)
+			continue;
+		ret = n == -ENODATA ? 0 : n < 0 ? (int)n :
+		      sfs_xattr_set(ref_fd(dst), ref_name(dst), name, val, (size_t)n, 0);
+		break;
+	}
+	free(val);
+	return ret;
+}
+
+/* Whether attribute name is copied: not ours, not skipped by libattr's
+ * policy; ACLs ("permissions" in that policy) too, but not for a
+ * symlink, which has none. */
+static bool copied(const char *name, bool symlink)
+{
+	int action;
+
+	if (sfs_xattr_is_private(name))
+		return false;
+	action = attr_copy_action(name, NULL);
+	return action == 0 || (action == ATTR_ACTION_PERMISSIONS && !symlink);
+}
+
+int sfs_xattr_copy(const struct sfs_entry_ref *src, const struct sfs_entry_ref *dst,
+		   bool symlink)
+{
+	char *names;
+	size_t len;
+	int ret = list_names(src, &names, &len);
+
+	for (size_t i = 0; ret == 0 && i < len; i += strlen(names + i) + 1) {
+		if (copied(names + i, symlink))
+			ret = copy_one(src, dst, names + i);
+	}
+	free(names);
+	return ret;
+}
+
+/* chmod of the inode fd holds, O_PATH too: through its magic link, which
+ * names exactly that inode (a symlink never gets here: it has no mode to
+ * set). */
+static int chmod_fd(int fd, mode_t mode)
+{
+	char p[32];
+
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+	return chmod(p, mode) < 0 ? -errno : 0;
+}
+
+int sfs_meta_copy(const struct sfs_entry_ref *src, const struct stat *st,
+		  const struct sfs_entry_ref *dst, bool times)
+{
+	struct timespec tv[2] = { st->st_atim, st->st_mtim };
+	bool lnk = S_ISLNK(st->st_mode);
+	int ret = 0;
+
+	/* chown first: it clears set-ID bits and file capabilities */
+	if (fchownat(dst->fd, "", st->st_uid, st->st_gid, AT_EMPTY_PATH) < 0)
+		return -errno;
+	ret = sfs_xattr_copy(src, dst, lnk);
+	/* the mode after the ACL, whose mask it must agree with */
+	if (ret == 0 && !lnk)
+		ret = chmod_fd(dst->fd, st->st_mode & 07777);
+	if (ret == 0 && times && utimensat(dst->fd, "", tv, AT_EMPTY_PATH) < 0)
+		ret = -errno;
+	return ret;
 }

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /* The entry is `ent` beneath directory fd `fd` (never followed if a
@@ -17,13 +18,26 @@ int sfs_xattr_set(int fd, const char *ent, const char *name, const void *value,
 ssize_t sfs_xattr_list(int fd, const char *ent, char *list, size_t size);
 int sfs_xattr_remove(int fd, const char *ent, const char *name);
 
-/* Copies every attribute but the private ones, then mode and ACLs (not
- * for symlinks), from path src to path dst; neither final component is
- * followed. 0 or -errno (the target's refusal, e.g. -ENOTSUP, -ENOSPC). */
-int sfs_xattr_copy(const char *src, const char *dst, bool symlink);
-/* The same between two open fds (not O_PATH) of regular files or
- * directories. */
-int sfs_xattr_copy_fd(int src_fd, int dst_fd);
+/* An entry whose metadata is copied: fd, an fd of it (O_PATH is
+ * enough); for a symlink also dir_fd and name, its directory and name,
+ * because no fd reaches a symlink's xattrs (the *xattrat calls refuse
+ * O_PATH fds). name NULL for every other type. */
+struct sfs_entry_ref {
+	int fd;
+	int dir_fd;
+	const char *name;
+};
+
+/* Copies every attribute but the private ones and those libattr's
+ * policy skips, ACLs included (not for a symlink), from src to dst.
+ * 0 or -errno (the target's refusal, e.g. -ENOTSUP, -ENOSPC). */
+int sfs_xattr_copy(const struct sfs_entry_ref *src, const struct sfs_entry_ref *dst,
+		   bool symlink);
+/* Gives dst the owner, attributes and ACLs, mode and (with times) the
+ * atime and mtime of src, whose stat is st, in an order where no step
+ * undoes an earlier one. Every step on dst->fd but a symlink's xattrs. */
+int sfs_meta_copy(const struct sfs_entry_ref *src, const struct stat *st,
+		  const struct sfs_entry_ref *dst, bool times);
 
 /* Attributes of the union's on-disk format (whiteout and opaque markers
  * of overlayfs, our own namespace): never shown, never set through it. */
