@@ -13,6 +13,7 @@
 
 #include "stackfs/branch.h"
 #include "stackfs/escape.h"
+#include "stackfs/stackfs.h"
 #include "whiteout/journal.h"
 #include "whiteout/metadir.h"
 
@@ -217,7 +218,7 @@ static int meta_check(const struct sfs_branch *b, unsigned idx,
 		      const struct sfs_branch_spec *spec, char *err, size_t errlen)
 {
 	enum sfs_meta_state state;
-	char why[256];
+	char why[1024];
 	int ret = sfs_meta_check(b->root_fd, &state, why, sizeof(why));
 
 	if (ret < 0)
@@ -230,7 +231,7 @@ static int meta_check(const struct sfs_branch *b, unsigned idx,
 static int pending_check(const struct sfs_branch *b, unsigned idx,
 			 const struct sfs_branch_spec *spec, char *err, size_t errlen)
 {
-	char why[256];
+	char why[1024];
 	int ret = sfs_jnl_pending(b->root_fd, why, sizeof(why));
 
 	if (ret < 0)
@@ -340,10 +341,23 @@ static void ids_by_order(struct sfs_snap *s)
 	}
 }
 
+/* A rw branch root that other users can write: said at mount, on the
+ * terminal and in the log (the mount goes on: such a layout is common,
+ * and the metadata directory is checked on its own). */
+static void warn_writers(const struct sfs_branch *b, unsigned idx)
+{
+	char msg[1024];
+
+	if (sfs_root_writers(b->root_fd, msg, sizeof(msg)) != 1)
+		return;
+	fprintf(stderr, "stackfs: warning: branch #%u (\"%s\"): %s\n", idx, b->path, msg);
+	sfs_log(SFS_LOG_WARN, "branch #%u (\"%s\"): %s", idx, b->path, msg);
+}
+
 static int meta_open(struct sfs_branch *b, unsigned idx, int style, bool upgrade,
 		     char *err, size_t errlen)
 {
-	char why[256];
+	char why[1024];
 	int ret;
 
 	struct sfs_meta *m = calloc(1, sizeof(*m));
@@ -358,6 +372,7 @@ static int meta_open(struct sfs_branch *b, unsigned idx, int style, bool upgrade
 	}
 	b->shared->meta = b->meta = m;
 	b->work_fd = m->work_fd;
+	warn_writers(b, idx);
 	return 0;
 }
 

@@ -153,6 +153,20 @@ static int done(struct fsck *f, struct sfs_fsck_problem *p, int ret)
 
 /* ------------------------------------------------------------ helpers */
 
+static int fstat_fd(int fd, struct stat *st)
+{
+	return fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
+}
+
+/* chmod of the directory fd holds (O_PATH), through its magic link. */
+static int chmod_fd(int fd, mode_t mode)
+{
+	char p[32];
+
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+	return chmod(p, mode) < 0 ? -errno : 0;
+}
+
 static char *join(const char *dir, const char *name)
 {
 	char *s;
@@ -1121,36 +1135,72 @@ static void check_commit(struct fsck *f)
 	}
 }
 
+/* A metadata directory that is not the daemon's user's alone: rebuilt
+ * with --repair, else nothing more is checked (its records, journal and
+ * lowers may be anyone's: acting on them would be acting for them). 0
+ * when f->meta_fd is a trusted directory to go on with. */
+static int untrusted_meta(struct fsck *f, const struct sfs_distrust *d)
+{
+	char what[600], kept[80], path[320];
+	struct sfs_fsck_problem *p;
+	int ret;
+
+	sfs_distrust_str(d, what, sizeof(what));
+	snprintf(path, sizeof(path), "/%s", d->what);
+	p = found(f, SFS_PR_META_UNTRUSTED, true, path, "%s", what);
+	if (!p) {
+		message(f, false, "nothing else is checked while the metadata directory is "
+			"not trusted: run fsck --repair to rebuild it");
+		f->stop = true;
+		return -1;
+	}
+	close(f->meta_fd);
+	ret = done(f, p, sfs_meta_rebuild(f->root_fd, kept, sizeof(kept)));
+	f->meta_fd = ret < 0 ? -1 : sfs_meta_dir_open(f->root_fd, NULL, 0);
+	if (f->meta_fd < 0) {
+		f->stop = true;
+		return -1;
+	}
+	message(f, false, "the old metadata directory is kept as %s: stackfs no longer "
+		"uses it, and never acts on what it holds", kept);
+	return 0;
+}
+
 /* 0 to go on with the metadata dir's content, else skip it. */
 static int open_meta(struct fsck *f)
 {
 	const char *path = "/" SFS_METADIR_NAME;
 	struct sfs_fsck_problem *p;
+	struct sfs_distrust d;
 	struct stat st;
+	int ret;
 
-	if (fstatat(f->root_fd, SFS_METADIR_NAME, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-		if (errno == ENOENT) {
-			message(f, false, "no %s: the branch was never mounted read-write",
-				SFS_METADIR_NAME);
-		} else {
-			message(f, true, "%s: %s", SFS_METADIR_NAME, strerror(errno));
-		}
-		return -1;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		found(f, SFS_PR_META_NOT_DIR, false, path, "%s",
-		      S_ISLNK(st.st_mode) ? "a symlink" : "not a directory");
-		return -1;
-	}
 	f->meta_fd = sfs_meta_openat(f->root_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY, 0);
+	if (f->meta_fd == -ENOENT) {
+		message(f, false, "no %s: the branch was never mounted read-write",
+			SFS_METADIR_NAME);
+		return -1;
+	}
+	if (f->meta_fd == -ELOOP || f->meta_fd == -ENOTDIR) {
+		found(f, SFS_PR_META_NOT_DIR, false, path, "%s",
+		      f->meta_fd == -ELOOP ? "a symlink" : "not a directory");
+		return -1;
+	}
 	if (f->meta_fd < 0) {
 		message(f, true, "%s: %s", SFS_METADIR_NAME, strerror(-f->meta_fd));
+		return -1;
+	}
+	ret = sfs_meta_trusted(f->root_fd, f->meta_fd, &d);
+	if (ret == -EPERM)
+		return untrusted_meta(f, &d);
+	if (ret < 0 || fstat_fd(f->meta_fd, &st) < 0) {
+		message(f, true, "%s: %s", SFS_METADIR_NAME, strerror(ret < 0 ? -ret : errno));
 		return -1;
 	}
 	if ((st.st_mode & 07777) != 0700) {
 		p = found(f, SFS_PR_META_MODE, true, path, "mode %04o", st.st_mode & 07777);
 		if (p)
-			done(f, p, fchmodat(f->root_fd, SFS_METADIR_NAME, 0700, 0) < 0 ? -errno : 0);
+			done(f, p, chmod_fd(f->meta_fd, 0700));
 	}
 	return 0;
 }

@@ -288,13 +288,15 @@ void sfs_jmark_free(struct sfs_jnl_mark *m)
 static int read_rec(int root_fd, const char *name, size_t max, uint8_t **buf, size_t *len,
 		    char *err, size_t errlen)
 {
-	int meta = sfs_meta_openat(root_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY, 0);
+	int meta = sfs_meta_dir_open(root_fd, err, errlen);
 	int ret = meta < 0 ? meta : sfs_meta_read_file(meta, name, max, buf, len);
 
 	if (meta >= 0)
 		close(meta);
 	if (ret == -ENOTDIR && meta < 0)
 		ret = -ENOENT; /* no metadata directory: nothing pending here */
+	if (meta == -EPERM)
+		return meta; /* not trusted: never acted on (err says why) */
 	if (ret < 0 && ret != -ENOENT)
 		snprintf(err, errlen, "%s/%s: %s", SFS_METADIR_NAME, name,
 			 ret == -EINVAL ? "not a regular file" :
@@ -336,7 +338,7 @@ static int write_rec(int root_fd, const char *name, const uint8_t *buf, size_t l
 
 	if (made)
 		*made = false;
-	meta = sfs_meta_openat(root_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY, 0);
+	meta = sfs_meta_dir_open(root_fd, NULL, 0);
 	if (meta == -ENOENT && create) {
 		if (mkdirat(root_fd, SFS_METADIR_NAME, 0700) < 0)
 			return -errno;
@@ -345,7 +347,7 @@ static int write_rec(int root_fd, const char *name, const uint8_t *buf, size_t l
 		ret = sfs_meta_fsync_dir(root_fd);
 		if (ret < 0)
 			return ret;
-		meta = sfs_meta_openat(root_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY, 0);
+		meta = sfs_meta_dir_open(root_fd, NULL, 0);
 	}
 	if (meta < 0)
 		return meta;
@@ -382,7 +384,7 @@ int sfs_jmark_write(int root_fd, const struct sfs_jnl_mark *m, bool *made)
 
 int sfs_jnl_pending(int root_fd, char *err, size_t errlen)
 {
-	int meta = sfs_meta_openat(root_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY, 0);
+	int meta = sfs_meta_dir_open(root_fd, NULL, 0);
 	bool jnl, mark;
 
 	if (meta < 0)

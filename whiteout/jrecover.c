@@ -340,7 +340,7 @@ int sfs_jnl_empty_rw(int rw_fd, const struct timespec times[2], char *err, size_
 
 static int remove_marker(int lower_fd, const struct sfs_journal *j)
 {
-	int meta = sfs_meta_openat(lower_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY, 0), ret = 0;
+	int meta = sfs_meta_dir_open(lower_fd, NULL, 0), ret = 0;
 	struct timespec tv[2];
 	struct stat st;
 
@@ -375,7 +375,7 @@ int sfs_jnl_finish(int rw_fd, int lower_fd, const struct sfs_journal *j)
 	int ret = 0, meta;
 
 	if (rw_fd >= 0) {
-		meta = sfs_meta_openat(rw_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY, 0);
+		meta = sfs_meta_dir_open(rw_fd, NULL, 0);
 		if (meta < 0)
 			return meta;
 		if (unlinkat(meta, SFS_META_COMMIT, 0) < 0 && errno != ENOENT)

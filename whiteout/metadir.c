@@ -622,19 +622,12 @@ static int check_dir(int dir_fd, bool records, enum sfs_meta_state *state,
 
 static int open_metadir(int root_fd, int *dir_fd, char *err, size_t errlen)
 {
-	int fd = sfs_meta_openat(root_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY, 0);
+	int fd = sfs_meta_dir_open(root_fd, err, errlen);
 
-	if (fd >= 0) {
-		*dir_fd = fd;
-		return 0;
-	}
-	if (fd == -ELOOP)
-		snprintf(err, errlen, "%s is a symlink", SFS_METADIR_NAME);
-	else if (fd == -ENOTDIR)
-		snprintf(err, errlen, "%s is not a directory", SFS_METADIR_NAME);
-	else if (fd != -ENOENT)
-		snprintf(err, errlen, "%s: %s", SFS_METADIR_NAME, strerror(-fd));
-	return fd;
+	if (fd < 0)
+		return fd;
+	*dir_fd = fd;
+	return 0;
 }
 
 int sfs_meta_check(int root_fd, enum sfs_meta_state *state,
@@ -689,7 +682,8 @@ static int write_header(int dir_fd, const struct sfs_header *h)
 
 int sfs_meta_lock(int root_fd, bool excl)
 {
-	int dir_fd = sfs_meta_openat(root_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY, 0);
+	char err[512];
+	int dir_fd = sfs_meta_dir_open(root_fd, err, sizeof(err));
 	int fd;
 
 	if (dir_fd < 0)

@@ -15,6 +15,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
 
 #define SFS_METADIR_NAME  ".stackfs"
 #define SFS_META_HEADER   "header"
@@ -98,6 +100,52 @@ struct sfs_lower {
 	char *path;                    /* absolute */
 	bool rw;
 };
+
+/* ---- metatrust.c: who may own what in the metadata dir ---------------- */
+
+/* Why an entry of the metadata dir is not trusted. */
+enum sfs_distrust_why {
+	SFS_DT_OWNER = 1,              /* not owned by the daemon's euid */
+	SFS_DT_MODE,                   /* writable by group or others */
+	SFS_DT_SYMLINK,                /* a symlink */
+	SFS_DT_XDEV,                   /* on another filesystem */
+};
+
+struct sfs_distrust {
+	char what[300];                /* ".stackfs" or ".stackfs/NAME" */
+	int why;                       /* enum sfs_distrust_why */
+	uid_t uid;                     /* its owner */
+	mode_t mode;                   /* its type and mode */
+};
+
+/* Opens .stackfs beneath root_fd (O_PATH, never through a symlink or a
+ * mount point) and checks that it and every entry directly in it belong
+ * to the daemon's user alone (sfs_meta_trusted). The fd, or -errno with
+ * a message (-ENOENT: none, no message; -EPERM: not trusted). */
+int sfs_meta_dir_open(int root_fd, char *err, size_t errlen);
+/* 0 when dir_fd (.stackfs of root_fd) and its entries are owned by the
+ * daemon's euid, writable by no group or other, no symlink and on root's
+ * filesystem; -EPERM with the first one that is not in *d; -errno. */
+int sfs_meta_trusted(int root_fd, int dir_fd, struct sfs_distrust *d);
+/* Judges one entry (its lstat) against those rules: 0 or -EPERM (*d's
+ * why, uid and mode set; what is the caller's). */
+int sfs_meta_judge(const struct stat *st, dev_t dev, struct sfs_distrust *d);
+/* "WHAT is owned by uid 1000 (alice), not by uid 0 (root) that runs
+ * stackfs", and the like. */
+void sfs_distrust_str(const struct sfs_distrust *d, char *buf, size_t len);
+/* The mount's one-line refusal: what, why it matters, what to do. */
+void sfs_distrust_explain(const struct sfs_distrust *d, char *err, size_t errlen);
+
+/* Rebuilds the untrusted .stackfs of root_fd as one of the daemon's
+ * user's (whiteout/metarebuild.c): records copied for the checks that
+ * follow, index entries with an origin record linked, the old directory
+ * kept beside under the name put in kept. 0 or -errno (-ESTALE: the
+ * directory was swapped meanwhile). */
+int sfs_meta_rebuild(int root_fd, char *kept, size_t keptlen);
+
+/* 1 with a message when users other than the daemon's can write the
+ * branch root root_fd (what that lets them do), 0 when none can. */
+int sfs_root_writers(int root_fd, char *msg, size_t len);
 
 /* Reads and checks the metadata dir beneath a branch root fd (O_PATH is
  * enough), changing nothing. 0 with *state, or -errno with a message:

@@ -33,6 +33,14 @@ static const struct sfs_problem_desc table[SFS_PR_COUNT] = {
 	   "none: move it away by hand (the next mount makes a new one)"),
 	PR(META_MODE, "the metadata directory's mode is not 0700", 1,
 	   "set mode 0700"),
+	PR(META_UNTRUSTED, "the metadata directory or an entry in it is not the daemon's user's "
+	   "alone (another owner, writable by group or others, a symlink, another "
+	   "filesystem): whoever can change it could have the daemon give their files "
+	   "another owner and set-ID bits; a mount refuses it", 1,
+	   "rebuild it owned by the daemon's user, keeping the records that check out "
+	   "(header, registry, inode map, index entries with an origin record); the old "
+	   "directory is kept beside as .stackfs.untrusted.TIME, its commit journal (if "
+	   "any) not acted on"),
 	PR(META_TMP, "a temporary file of an interrupted update is left", 1,
 	   "remove it (the update it belonged to did not happen)"),
 	PR(META_UNKNOWN, "an unknown entry is in the metadata directory", 0,

@@ -34,6 +34,7 @@
 
 #include "whiteout/crc32c.c"
 #include "whiteout/metadir.c"
+#include "whiteout/metatrust.c"
 #include "whiteout/registry.c"
 #include "whiteout/inomap.c"
 #include "whiteout/origin.c"
