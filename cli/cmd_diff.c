@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "stackfs/escape.h"
 #include "cli/progress.h"
 #include "stackfs/branch.h"
 #include "stackfs/runtime.h"
@@ -118,25 +119,25 @@ static int mb_push(struct mbranch **v, size_t *n, const char *path, size_t len, 
 	return 0;
 }
 
-/* The branches from the control channel's "list": one line per branch,
- * "pos\tpath\tmode\tid\tfstype\tfree". */
+/* The branches from the control channel's "list", read with the row
+ * parser status and branch use: a path comes escaped (\ooo) and is
+ * unescaped here (parsed a second time by hand, a branch path with a
+ * backslash was taken as written, and not found). */
 static int branches_from_ctl(const char *mp, struct mbranch **v, size_t *n)
 {
 	const char *words[] = { "list", NULL };
 	char err[256], *body = NULL, *save = NULL;
+	struct sfs_branch_row r;
 	int ret = sfs_ctl_call(mp, words, &body, err, sizeof(err));
 
 	if (ret < 0)
 		return ret;
 	for (char *l = strtok_r(body, "\n", &save); ret == 0 && l; l = strtok_r(NULL, "\n", &save)) {
-		char *path = strchr(l, '\t'), *mode = path ? strchr(path + 1, '\t') : NULL;
-
-		if (!mode) {
-			ret = -EPROTO;
+		ret = sfs_branch_row(l, &r);
+		if (ret < 0)
 			break;
-		}
-		path++;
-		ret = mb_push(v, n, path, (size_t)(mode - path), !strncmp(mode + 1, "rw\t", 3));
+		sfs_unescape(r.path);
+		ret = mb_push(v, n, r.path, strlen(r.path), !strcmp(r.mode, "rw"));
 	}
 	free(body);
 	if (ret == 0 && *n == 0)

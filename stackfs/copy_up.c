@@ -245,28 +245,20 @@ static int place_entry(int workfd, struct staged *s, bool dir, int parentfd,
 	return 0;
 }
 
-/* A stack like st with one more layer for branch bidx, in branch order. */
-static struct sfs_stack *stack_with(const struct sfs_stack *st, unsigned bidx, int fd)
+/* A stack like st, on snapshot s, with one more layer fd for branch tb
+ * (which s has), in branch order. */
+static struct sfs_stack *stack_with(const struct sfs_stack *st, struct sfs_snap *s,
+				    const struct sfs_branch *tb, int fd)
 {
-	struct sfs_stack *ns = sfs_stack_new(st->snap, st->n + 1);
-	unsigned j = 0;
+	struct sfs_stack *ns = sfs_stack_rebase(st, s, 1);
+	unsigned pos = (unsigned)sfs_snap_pos(s, tb), i;
 
 	if (!ns)
 		return NULL;
-	for (unsigned i = 0; i < st->n; i++) {
-		if (j == i && st->l[i].bidx > bidx)
-			ns->l[j++] = (struct sfs_layer){ fd, bidx };
-		ns->l[j].bidx = st->l[i].bidx;
-		ns->l[j++].fd = fcntl(st->l[i].fd, F_DUPFD_CLOEXEC, 0);
-	}
-	if (j == st->n)
-		ns->l[j] = (struct sfs_layer){ fd, bidx };
-	for (unsigned i = 0; i < ns->n; i++) {
-		if (ns->l[i].fd < 0) {
-			sfs_stack_put(ns);
-			return NULL;
-		}
-	}
+	for (i = ns->n; i > 0 && ns->l[i - 1].bidx > pos; i--)
+		ns->l[i] = ns->l[i - 1];
+	ns->l[i] = (struct sfs_layer){ fd, pos };
+	ns->n++;
 	return ns;
 }
 
@@ -296,7 +288,7 @@ static int set_origin(const struct sfs_stack *st, const struct stat *src,
 	const char *dname = lnk ? s->tmp : "";
 	struct sfs_origin o;
 	ssize_t len;
-	int ret = sfs_origin_of(st->l[0].fd, "", st->snap->b[st->l[0].bidx]->fs_uuid, &o);
+	int ret = sfs_origin_of(st->l[0].fd, "", sfs_layer_branch(st, &st->l[0])->fs_uuid, &o);
 
 	if (ret < 0)
 		return ret;
@@ -359,19 +351,19 @@ static int stage_copy(const struct sfs_stack *st, const struct sfs_layer *sl,
 	return ret;
 }
 
-/* The node's new stack after its copy-up: the copy alone, or above the
- * lower layers for a directory. */
-static int install(struct sfs_node *n, const struct sfs_stack *st,
-		   unsigned bidx, int fd, const struct stat *src)
+/* The node's new stack after its copy-up into branch tb of the parent's
+ * snapshot s: the copy alone, or above the lower layers for a directory. */
+static int install(struct sfs_node *n, const struct sfs_stack *st, struct sfs_snap *s,
+		   const struct sfs_branch *tb, int fd, const struct stat *src)
 {
 	struct sfs_stack *ns;
 
 	if (S_ISDIR(src->st_mode)) {
-		ns = stack_with(st, bidx, fd);
+		ns = stack_with(st, s, tb, fd);
 	} else {
-		ns = sfs_stack_new(st->snap, 1);
+		ns = sfs_stack_new(s, 1);
 		if (ns) {
-			ns->l[0] = (struct sfs_layer){ fd, bidx };
+			ns->l[0] = (struct sfs_layer){ fd, (unsigned)sfs_snap_pos(s, tb) };
 			ns->nlink = st->indexed ? st->nlink :
 				    S_ISREG(src->st_mode) && src->st_nlink > 1 ?
 				    (uint32_t)src->st_nlink : 0;
@@ -388,14 +380,15 @@ static int install(struct sfs_node *n, const struct sfs_stack *st,
 	return 0;
 }
 
-/* The upper copy of directory n, in branch bidx of its parent (stack
+/* The upper copy of directory n, in branch tb of its parent (stack
  * pst). A directory placed by a racing request is as good as ours. */
 static int copy_dir_into(struct sfs_node *n, const struct sfs_stack *st,
-			 const struct sfs_stack *pst, unsigned bidx, const char *name)
+			 const struct sfs_stack *pst, const struct sfs_branch *tb,
+			 const char *name)
 {
-	const struct sfs_layer *sl = sfs_stack_in(pst, st->l[0].bidx);
-	const struct sfs_layer *dl = sfs_stack_in(pst, bidx);
-	int workfd = st->snap->b[bidx]->work_fd;
+	const struct sfs_layer *sl = sfs_stack_in(pst, sfs_layer_branch(st, &st->l[0]));
+	const struct sfs_layer *dl = sfs_stack_in(pst, tb);
+	int workfd = tb->work_fd;
 	struct staged s = { "", -1, false };
 	struct stat src;
 	int fd, ret = sl && dl ? sfs_fstat(st->l[0].fd, &src) : -ESTALE;
@@ -408,7 +401,7 @@ static int copy_dir_into(struct sfs_node *n, const struct sfs_stack *st,
 		/* placed meanwhile (behind the union's back): that one */
 		unstage(workfd, &s, S_IFDIR);
 		fd = sfs_path_fd(dl->fd, name);
-		return fd < 0 ? fd : install(n, st, bidx, fd, &src);
+		return fd < 0 ? fd : install(n, st, pst->snap, tb, fd, &src);
 	}
 	if (ret < 0) {
 		unstage(workfd, &s, S_IFDIR);
@@ -423,7 +416,7 @@ static int copy_dir_into(struct sfs_node *n, const struct sfs_stack *st,
 		unlinkat(dl->fd, name, AT_REMOVEDIR);
 		return ret;
 	}
-	return install(n, st, bidx, s.fd, &src);
+	return install(n, st, pst->snap, tb, s.fd, &src);
 }
 
 /* Whether parent/name still shows node n's lower entry (1), or no longer
@@ -501,11 +494,11 @@ static int keep_nameless(const struct sfs_layer *src, mode_t mode, int workfd,
  * fails with EEXIST or touches the entry now at the name. */
 static int copy_file_into(struct sfs_node *n, const struct sfs_stack *st,
 			  const struct sfs_stack *pst, struct sfs_node *parent,
-			  unsigned bidx, const char *name, bool nodata)
+			  const struct sfs_branch *tb, const char *name, bool nodata)
 {
-	const struct sfs_layer *sl = sfs_stack_in(pst, st->l[0].bidx);
-	const struct sfs_layer *dl = sfs_stack_in(pst, bidx);
-	int workfd = st->snap->b[bidx]->work_fd;
+	const struct sfs_layer *sl = sfs_stack_in(pst, sfs_layer_branch(st, &st->l[0]));
+	const struct sfs_layer *dl = sfs_stack_in(pst, tb);
+	int workfd = tb->work_fd;
 	struct staged s = { "", -1, false };
 	struct stat src;
 	bool fresh = false;
@@ -532,10 +525,10 @@ static int copy_file_into(struct sfs_node *n, const struct sfs_stack *st,
 	sfs_count(copyups, 1);
 	if (fresh && S_ISREG(src.st_mode) && !nodata)
 		sfs_count(copyup_bytes, (uint64_t)src.st_size);
-	return install(n, st, bidx, s.fd, &src);
+	return install(n, st, pst->snap, tb, s.fd, &src);
 }
 
-int sfs_dir_ensure_layer(struct sfs_node *dir, unsigned bidx,
+int sfs_dir_ensure_layer(struct sfs_node *dir, const struct sfs_branch *tb,
 			 struct sfs_stack **out)
 {
 	struct sfs_stack *st = sfs_node_stack(dir), *pst = NULL;
@@ -543,20 +536,20 @@ int sfs_dir_ensure_layer(struct sfs_node *dir, unsigned bidx,
 	char *name;
 	int ret;
 
-	if (sfs_stack_in(st, bidx) || dir == sfs_node_root()) {
+	if (sfs_stack_in(st, tb) || dir == sfs_node_root()) {
 		*out = st;
-		return sfs_stack_in(st, bidx) ? 0 : -ENOENT;
+		return sfs_stack_in(st, tb) ? 0 : -ENOENT;
 	}
 	sfs_stack_put(st);
 	ret = node_where(dir, &parent, &name);
 	if (ret < 0)
 		return ret;
-	ret = sfs_dir_ensure_layer(parent, bidx, &pst);
+	ret = sfs_dir_ensure_layer(parent, tb, &pst);
 	if (ret == 0) {
 		pthread_mutex_lock(&dir_lock);
 		st = sfs_node_stack(dir);
-		if (!sfs_stack_in(st, bidx))
-			ret = copy_dir_into(dir, st, pst, bidx, name);
+		if (!sfs_stack_in(st, tb))
+			ret = copy_dir_into(dir, st, pst, tb, name);
 		sfs_stack_put(st);
 		pthread_mutex_unlock(&dir_lock);
 		sfs_stack_put(pst);
@@ -574,24 +567,30 @@ static bool is_node(const struct sfs_node *n, const struct stat *id)
 	return (uint64_t)id->st_dev == n->key_dev && (uint64_t)id->st_ino == n->key_ino;
 }
 
+/* The branch a copy-up through directory dir goes into: the highest rw
+ * branch of dir's snapshot, held by *hold (a reference to dir's stack);
+ * -EROFS when there is none. */
+static int target_of(struct sfs_node *dir, struct sfs_stack **hold, struct sfs_branch **tb)
+{
+	*hold = sfs_node_stack(dir);
+	*tb = sfs_snap_top_rw((*hold)->snap);
+	return *tb ? 0 : -EROFS;
+}
+
 int sfs_node_copy_up_at(struct sfs_node *n, struct sfs_node *parent,
 			const char *name)
 {
-	struct sfs_stack *st = NULL, *pst = NULL;
+	struct sfs_stack *st = NULL, *pst = NULL, *hold;
+	struct sfs_branch *tb;
 	struct stat top, id;
-	int bidx, ret;
+	int ret = target_of(parent, &hold, &tb);
 
-	st = sfs_node_stack(parent);
-	bidx = st->snap->top_rw;
-	sfs_stack_put(st);
-	st = NULL;
-	if (bidx < 0)
-		return -EROFS;
-	if (n->type == S_IFDIR)
-		return -EISDIR;
-	ret = sfs_dir_ensure_layer(parent, (unsigned)bidx, &pst);
+	if (ret == 0 && n->type == S_IFDIR)
+		ret = -EISDIR;
+	if (ret == 0)
+		ret = sfs_dir_ensure_layer(parent, tb, &pst);
 	if (ret < 0)
-		return ret;
+		goto out;
 	/* resolved under the lock: a copy-up through another name of the
 	 * node (a hard link) is either done, and this name shows its copy
 	 * from the index, or not begun */
@@ -600,35 +599,64 @@ int sfs_node_copy_up_at(struct sfs_node *n, struct sfs_node *parent,
 	if (ret == 0 && !is_node(n, &id))
 		ret = -ESTALE;
 	if (ret == 0 && !sfs_stack_writable(st))
-		ret = copy_file_into(n, st, pst, parent, (unsigned)bidx, name, false);
+		ret = copy_file_into(n, st, pst, parent, tb, name, false);
 	pthread_mutex_unlock(cu_lock_of(n));
 	if (st)
 		sfs_stack_put(st);
 	sfs_stack_put(pst);
+out:
+	sfs_stack_put(hold);
 	return ret;
 }
 
-/* Copies a non-directory up into the highest rw branch. */
-static int copy_up_file(struct sfs_node *n, int bidx, bool nodata)
+/* Copies a non-directory up into the highest rw branch of its parent's
+ * snapshot. */
+static int copy_up_file(struct sfs_node *n, bool nodata)
 {
-	struct sfs_stack *st, *pst = NULL;
+	struct sfs_stack *st, *pst = NULL, *hold = NULL;
 	struct sfs_node *parent;
+	struct sfs_branch *tb;
 	char *name;
 	int ret = node_where(n, &parent, &name);
 
 	if (ret < 0)
 		return ret;
-	ret = sfs_dir_ensure_layer(parent, (unsigned)bidx, &pst);
+	ret = target_of(parent, &hold, &tb);
+	if (ret == 0)
+		ret = sfs_dir_ensure_layer(parent, tb, &pst);
 	if (ret == 0) {
 		pthread_mutex_lock(cu_lock_of(n));
 		st = sfs_node_stack(n);
 		if (!sfs_stack_writable(st))
-			ret = copy_file_into(n, st, pst, parent, (unsigned)bidx,
-					     name, nodata);
+			ret = copy_file_into(n, st, pst, parent, tb, name, nodata);
 		sfs_stack_put(st);
 		pthread_mutex_unlock(cu_lock_of(n));
 		sfs_stack_put(pst);
 	}
+	sfs_stack_put(hold);
+	sfs_node_unref(parent);
+	free(name);
+	return ret;
+}
+
+/* A directory's upper copy in the highest rw branch of its parent's
+ * snapshot. */
+static int copy_up_dir(struct sfs_node *n)
+{
+	struct sfs_stack *st = NULL, *hold = NULL;
+	struct sfs_node *parent;
+	struct sfs_branch *tb;
+	char *name;
+	int ret = node_where(n, &parent, &name);
+
+	if (ret < 0)
+		return ret;
+	ret = target_of(parent, &hold, &tb);
+	if (ret == 0)
+		ret = sfs_dir_ensure_layer(n, tb, &st);
+	if (st)
+		sfs_stack_put(st);
+	sfs_stack_put(hold);
 	sfs_node_unref(parent);
 	free(name);
 	return ret;
@@ -637,27 +665,25 @@ static int copy_up_file(struct sfs_node *n, int bidx, bool nodata)
 int sfs_node_copy_up(struct sfs_node *n, unsigned flags, struct sfs_stack **out)
 {
 	struct sfs_stack *st = sfs_node_stack(n);
-	int top = st->snap->top_rw, ret = 0;
+	int ret;
 
 	if (sfs_stack_writable(st)) {
 		*out = st;
 		return 0;
 	}
 	sfs_stack_put(st);
-	if (top < 0)
-		return -EROFS;
 	if (n == sfs_node_root())
 		return -EROFS; /* the root is every branch's root: never lower-only */
 	if (n->type == S_IFDIR)
-		ret = sfs_dir_ensure_layer(n, (unsigned)top, &st);
+		ret = copy_up_dir(n);
 	else
-		ret = copy_up_file(n, top, flags & SFS_CU_NODATA);
+		ret = copy_up_file(n, flags & SFS_CU_NODATA);
 	if (ret < 0) {
-		sfs_log(SFS_LOG_WARN, "copy-up of %s failed: %s", n->name ? n->name : "/", strerror(-ret));
+		if (ret != -EROFS)
+			sfs_log(SFS_LOG_WARN, "copy-up of %s failed: %s",
+				n->name ? n->name : "/", strerror(-ret));
 		return ret;
 	}
-	if (n->type == S_IFDIR)
-		sfs_stack_put(st);
 	*out = sfs_node_stack(n);
 	return sfs_stack_writable(*out) ? 0 : -EROFS;
 }

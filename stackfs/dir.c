@@ -83,8 +83,8 @@ int sfs_set_owner(int dirfd, const char *name, fuse_req_t req)
 	return set_owner_at(dirfd, dirfd, name, AT_SYMLINK_NOFOLLOW, req);
 }
 
-int sfs_place_at(struct sfs_node *parent, const char *name, int bidx,
-		    struct sfs_place *p)
+int sfs_place_at(struct sfs_node *parent, const char *name, const struct sfs_branch *tb,
+		 struct sfs_place *p)
 {
 	int ret;
 
@@ -93,15 +93,15 @@ int sfs_place_at(struct sfs_node *parent, const char *name, int bidx,
 		return -ENAMETOOLONG;
 	if (sfs_name_reserved(parent, name))
 		return -EPERM;
-	if (bidx < 0)
+	if (!tb)
 		return -EROFS;
-	ret = sfs_dir_ensure_layer(parent, (unsigned)bidx, &p->pst);
+	ret = sfs_dir_ensure_layer(parent, tb, &p->pst);
 	if (ret < 0)
 		return ret;
-	p->pl = sfs_stack_in(p->pst, (unsigned)bidx);
-	p->br = p->pst->snap->b[bidx];
+	p->pl = sfs_stack_in(p->pst, tb);
+	p->br = sfs_layer_branch(p->pst, p->pl);
 	/* a whiteout only hides something where there are layers below */
-	if (p->pst->n > 1 || p->pst->l[0].bidx != (unsigned)bidx) {
+	if (p->pst->n > 1 || p->pl != &p->pst->l[0]) {
 		ret = sfs_wh_find(p->pl->fd, name);
 		if (ret < 0) {
 			sfs_stack_put(p->pst);
@@ -361,10 +361,10 @@ int sfs_place_create(fuse_req_t req, const struct sfs_place *p, const char *name
 int sfs_place_new(struct sfs_node *parent, const char *name, struct sfs_place *p)
 {
 	struct sfs_stack *st = sfs_node_stack(parent);
-	int top = st->snap->top_rw;
+	int ret = sfs_place_at(parent, name, sfs_snap_top_rw(st->snap), p);
 
-	sfs_stack_put(st);
-	return sfs_place_at(parent, name, top, p);
+	sfs_stack_put(st); /* held for the branch it names */
+	return ret;
 }
 
 int sfs_entry_new(struct sfs_node *parent, const struct sfs_place *p,
@@ -525,7 +525,7 @@ static int do_link(struct sfs_node *n, struct sfs_node *newparent,
 	if (ret < 0)
 		return ret;
 	sfs_ns_lock(newparent); /* after the copy-up, which takes one */
-	ret = sfs_place_at(newparent, newname, (int)st->l[0].bidx, &p);
+	ret = sfs_place_at(newparent, newname, sfs_layer_branch(st, &st->l[0]), &p);
 	if (ret == 0) {
 		/* the reply names the same union inode: resolve the new
 		 * name, which finds it by identity (origin included) */
@@ -589,10 +589,10 @@ static int remove_dir(int dirfd, const char *name, int workfd)
 static int remove_entry(struct sfs_node *parent, const struct sfs_stack *pst,
 			const struct sfs_stack *est, const char *name, int flags)
 {
-	unsigned k = est->l[0].bidx;
-	const struct sfs_layer *kl = sfs_stack_in(pst, k);
-	bool rw = pst->snap->b[k]->mode == SFS_BRANCH_RW;
-	int below = sfs_resolve_below(pst, k, name);
+	const struct sfs_branch *kb = sfs_layer_branch(est, &est->l[0]);
+	const struct sfs_layer *kl = sfs_stack_in(pst, kb);
+	bool rw = kb->mode == SFS_BRANCH_RW;
+	int below = kl ? sfs_resolve_below(pst, kb, name) : -ESTALE;
 	bool replaced = false;
 	struct sfs_place p;
 	int ret;
@@ -607,7 +607,7 @@ static int remove_entry(struct sfs_node *parent, const struct sfs_stack *pst,
 		if (ret == 0)
 			sfs_count(whiteouts, 1);
 		/* an overlay-style whiteout took the entry's place already */
-		replaced = p.pl->bidx == k && sfs_m.opts.whiteout == SFS_WH_OVERLAY;
+		replaced = p.br->shared == kb->shared && sfs_m.opts.whiteout == SFS_WH_OVERLAY;
 		sfs_stack_put(p.pst);
 		if (ret < 0)
 			return ret;
@@ -615,7 +615,7 @@ static int remove_entry(struct sfs_node *parent, const struct sfs_stack *pst,
 	if (!rw || replaced)
 		return 0;
 	if (flags & AT_REMOVEDIR)
-		return remove_dir(kl->fd, name, pst->snap->b[k]->work_fd);
+		return remove_dir(kl->fd, name, kb->work_fd);
 	return unlinkat(kl->fd, name, 0) < 0 ? -errno : 0;
 }
 

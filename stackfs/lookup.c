@@ -143,7 +143,7 @@ static int resolve_origin(struct resolve *r, const struct sfs_stack *dst,
 	    r->found[0].bidx + 1 >= dst->snap->n ||
 	    dst->snap->b[r->found[0].bidx]->mode != SFS_BRANCH_RW)
 		return 0;
-	pl = sfs_stack_in(dst, r->found[0].bidx);
+	pl = sfs_stack_in(dst, dst->snap->b[r->found[0].bidx]);
 	if (!pl)
 		return 0;
 	ret = sfs_origin_identity(dst->snap, pl->fd, name, &dev, &ino);
@@ -324,13 +324,16 @@ int sfs_lookup_entry(struct sfs_node *parent, const char *name,
 	return 0;
 }
 
-int sfs_resolve_below(const struct sfs_stack *dst, unsigned bidx, const char *name)
+int sfs_resolve_below(const struct sfs_stack *dst, const struct sfs_branch *b,
+		      const char *name)
 {
 	struct resolve r = { .n = 0, .snap = dst->snap };
+	int pos = sfs_snap_pos(dst->snap, b), ret = 1;
 	unsigned i = 0;
-	int ret = 1;
 
-	while (i < dst->n && dst->l[i].bidx <= bidx)
+	if (pos < 0)
+		return -ESTALE; /* b is not a branch of dst's snapshot */
+	while (i < dst->n && dst->l[i].bidx <= (unsigned)pos)
 		i++;
 	for (; i < dst->n && ret > 0; i++)
 		ret = resolve_layer(&r, &dst->l[i], name, i + 1 < dst->n);

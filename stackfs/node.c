@@ -74,12 +74,43 @@ void sfs_stack_put(struct sfs_stack *st)
 		stack_free(st);
 }
 
-const struct sfs_layer *sfs_stack_in(const struct sfs_stack *st, unsigned bidx)
+const struct sfs_layer *sfs_stack_in(const struct sfs_stack *st, const struct sfs_branch *b)
 {
 	for (unsigned i = 0; i < st->n; i++)
-		if (st->l[i].bidx == bidx)
+		if (st->snap->b[st->l[i].bidx]->shared == b->shared)
 			return &st->l[i];
 	return NULL;
+}
+
+int sfs_snap_pos(const struct sfs_snap *s, const struct sfs_branch *b)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->b[i]->shared == b->shared)
+			return (int)i;
+	return -1;
+}
+
+struct sfs_stack *sfs_stack_rebase(const struct sfs_stack *st, struct sfs_snap *s,
+				   unsigned extra)
+{
+	struct sfs_stack *ns = sfs_stack_new(s, st->n + extra);
+	unsigned j = 0;
+	int p;
+
+	for (unsigned i = 0; ns && i < st->n; i++) {
+		p = sfs_snap_pos(s, sfs_layer_branch(st, &st->l[i]));
+		if (p < 0)
+			continue; /* a branch the snapshot no longer has */
+		ns->l[j].bidx = (unsigned)p;
+		ns->l[j].fd = fcntl(st->l[i].fd, F_DUPFD_CLOEXEC, 0);
+		if (ns->l[j++].fd < 0) {
+			sfs_stack_put(ns);
+			return NULL;
+		}
+	}
+	if (ns)
+		ns->n = j;
+	return ns;
 }
 
 int sfs_nodes_init(void)

@@ -28,7 +28,7 @@ struct rn_end {
 struct rn {
 	struct rn_end src, dst;
 	unsigned flags;
-	unsigned k;                       /* the branch it happens in */
+	struct sfs_branch *kb;            /* the branch it happens in */
 	int dst_wh;                       /* SFS_WH_HAS_* at a free destination */
 };
 
@@ -158,10 +158,16 @@ static int end_up(struct rn_end *e)
 
 static int rn_check_branch(struct rn *r)
 {
-	r->k = r->src.st->l[0].bidx;
-	if ((int)r->k != r->src.st->snap->top_rw)
+	int dpos;
+
+	r->kb = sfs_layer_branch(r->src.st, &r->src.st->l[0]);
+	if ((int)r->src.st->l[0].bidx != r->src.st->snap->top_rw)
 		return -EXDEV;
-	if (r->dst.st && r->dst.st->l[0].bidx < r->k)
+	if (!r->dst.st)
+		return 0;
+	/* positions compared within the destination's own snapshot */
+	dpos = sfs_snap_pos(r->dst.st->snap, r->kb);
+	if (dpos < 0 || r->dst.st->l[0].bidx < (unsigned)dpos)
 		return -EXDEV; /* shown by a ro branch above the rw one */
 	return 0;
 }
@@ -182,13 +188,13 @@ static void rn_move_node(const struct stat *id, struct sfs_node *np, const char 
  * directory over a whiteout does. One with a redirect finds its lower
  * layers through it, never through the name. */
 static int end_opaque_at(const struct rn_end *e, const struct rn_end *at,
-			 unsigned k, bool was_whiteout)
+			 const struct sfs_branch *kb, bool was_whiteout)
 {
 	int below;
 
 	if (!S_ISDIR(e->top.st_mode) || e->redirected)
 		return 0;
-	below = sfs_resolve_below(at->pst, k, at->name);
+	below = sfs_resolve_below(at->pst, kb, at->name);
 	if (below < 0)
 		return below;
 	return below || was_whiteout ? sfs_wh_set_opaque(e->st->l[0].fd, sfs_m.opts.whiteout) : 0;
@@ -214,12 +220,13 @@ static int rn_prepare(struct rn *r)
 	int ret = 0;
 
 	if (r->flags & RENAME_EXCHANGE) {
-		ret = end_opaque_at(&r->src, &r->dst, r->k, false);
-		return ret < 0 ? ret : end_opaque_at(&r->dst, &r->src, r->k, false);
+		ret = end_opaque_at(&r->src, &r->dst, r->kb, false);
+		return ret < 0 ? ret : end_opaque_at(&r->dst, &r->src, r->kb, false);
 	}
-	if (r->dst.st && S_ISDIR(r->dst.top.st_mode) && r->dst.st->l[0].bidx == r->k)
+	if (r->dst.st && S_ISDIR(r->dst.top.st_mode) &&
+	    sfs_layer_branch(r->dst.st, &r->dst.st->l[0])->shared == r->kb->shared)
 		ret = rn_empty_dst(r);
-	return ret < 0 ? ret : end_opaque_at(&r->src, &r->dst, r->k, r->dst_wh != 0);
+	return ret < 0 ? ret : end_opaque_at(&r->src, &r->dst, r->kb, r->dst_wh != 0);
 }
 
 /* The rename over the destination's whiteouts: over an overlay device
@@ -246,13 +253,13 @@ static void rn_after_wh(const struct rn *r, int srcfd, const struct sfs_layer *n
  * first (the entry wins over it until the rename). */
 static int rn_do(struct rn *r, const struct sfs_layer *npl, unsigned rflags)
 {
-	const struct sfs_layer *pl = sfs_stack_in(r->src.pst, r->k);
-	struct sfs_branch *br = r->src.pst->snap->b[r->k];
+	const struct sfs_layer *pl = sfs_stack_in(r->src.pst, r->kb);
+	struct sfs_branch *br = r->kb;
 	bool ovl = sfs_m.opts.whiteout == SFS_WH_OVERLAY, aufs_wh;
 	int below = 0, ret;
 
 	if (!(rflags & RENAME_EXCHANGE))
-		below = sfs_resolve_below(r->src.pst, r->k, r->src.name);
+		below = sfs_resolve_below(r->src.pst, r->kb, r->src.name);
 	if (below < 0)
 		return below;
 	aufs_wh = below && !ovl;
@@ -310,7 +317,7 @@ static int do_rename(struct rn *r)
 	if (ret == 0)
 		ret = rn_check_branch(r);
 	if (ret == 0)
-		ret = sfs_dir_ensure_layer(r->dst.parent, r->k, &np);
+		ret = sfs_dir_ensure_layer(r->dst.parent, r->kb, &np);
 	if (ret < 0)
 		return ret;
 	/* Taken after the copy-ups (each takes one). What was resolved
@@ -319,7 +326,7 @@ static int do_rename(struct rn *r)
 	 * upper copy, which the rename replaces or moves as it would the
 	 * lower one. A copy-up after it sees the name gone or replaced. */
 	sfs_ns_lock2(r->src.parent, r->dst.parent);
-	npl = sfs_stack_in(np, r->k);
+	npl = sfs_stack_in(np, r->kb);
 	if (!r->dst.st && np->n > 1) {
 		ret = sfs_wh_find(npl->fd, r->dst.name);
 		r->dst_wh = ret < 0 ? 0 : ret;

@@ -147,8 +147,31 @@ void sfs_ns_unlock2(struct sfs_node *a, struct sfs_node *b);
 struct sfs_stack *sfs_stack_new(struct sfs_snap *snap, unsigned n);
 struct sfs_stack *sfs_stack_get(struct sfs_stack *st);
 void sfs_stack_put(struct sfs_stack *st);
-/* The layer of the stack in branch bidx, or NULL. */
-const struct sfs_layer *sfs_stack_in(const struct sfs_stack *st, unsigned bidx);
+/* Branches are named by identity, never by position across stacks: two
+ * stacks may be resolved on different snapshots (a branch added on top
+ * moves every position), and a request that mixed a node's older stack
+ * with its parent's newer one indexed the wrong branch. The identity of
+ * a branch directory is its `shared` object, the same in every snapshot.
+ * The layer of st in branch b (of any snapshot), or NULL. */
+const struct sfs_layer *sfs_stack_in(const struct sfs_stack *st, const struct sfs_branch *b);
+/* The position of branch b in snapshot s, or -1 when s has no such. */
+int sfs_snap_pos(const struct sfs_snap *s, const struct sfs_branch *b);
+/* The branch of a layer of st. */
+static inline struct sfs_branch *sfs_layer_branch(const struct sfs_stack *st,
+						  const struct sfs_layer *l)
+{
+	return st->snap->b[l->bidx];
+}
+/* The highest rw branch of s, or NULL. */
+static inline struct sfs_branch *sfs_snap_top_rw(const struct sfs_snap *s)
+{
+	return s->top_rw < 0 ? NULL : s->b[s->top_rw];
+}
+/* st's layers on snapshot s (positions of s, fds duplicated; layers of
+ * branches s no longer has dropped), with room for `extra` more (n counts
+ * the layers filled). NULL without memory or fds. */
+struct sfs_stack *sfs_stack_rebase(const struct sfs_stack *st, struct sfs_snap *s,
+				   unsigned extra);
 
 /* ---- fdcache.c: the budget of node fds ------------------------------ */
 /* Sets the budget from RLIMIT_NOFILE (after it was raised). */
@@ -197,9 +220,11 @@ int sfs_layer_path(const struct sfs_snap *s, const struct sfs_layer *l,
  * -ENOENT. */
 int sfs_resolve(const struct sfs_stack *dst, const char *name,
 		struct sfs_stack **out, struct stat *top, struct stat *idst);
-/* 1 when name is visible in the branches below bidx of dst (a removal
- * in bidx must leave a whiteout), 0 when not, or -errno. */
-int sfs_resolve_below(const struct sfs_stack *dst, unsigned bidx, const char *name);
+/* 1 when name is visible in the branches of dst below branch b (a
+ * removal in b must leave a whiteout), 0 when not, or -errno (-ESTALE:
+ * b is not in dst's snapshot). */
+int sfs_resolve_below(const struct sfs_stack *dst, const struct sfs_branch *b,
+		      const char *name);
 /* Lookup for the kernel: resolve, insert, fill the entry. */
 int sfs_lookup_entry(struct sfs_node *parent, const char *name,
 		     struct fuse_entry_param *e);
@@ -266,10 +291,10 @@ int sfs_node_copy_up_at(struct sfs_node *n, struct sfs_node *parent,
 void sfs_temp_name(char buf[64], const char *what);
 /* True when the stack's top layer is in a rw branch. */
 bool sfs_stack_writable(const struct sfs_stack *st);
-/* Makes sure directory node `dir` has a layer in branch bidx, creating
+/* Makes sure directory node `dir` has a layer in branch tb, creating
  * the missing directories there with the union's mode, owner and times.
- * Returns the node's stack, referenced, which has a layer in bidx. */
-int sfs_dir_ensure_layer(struct sfs_node *dir, unsigned bidx,
+ * Returns the node's stack, referenced, which has a layer in tb. */
+int sfs_dir_ensure_layer(struct sfs_node *dir, const struct sfs_branch *tb,
 			 struct sfs_stack **out);
 
 /* ---- file.c: an open file ------------------------------------------- */
@@ -297,7 +322,7 @@ struct sfs_place {
 	struct sfs_branch *br;        /* the target branch */
 	int wh;                       /* SFS_WH_HAS_* of the name there */
 };
-int sfs_place_at(struct sfs_node *parent, const char *name, int bidx,
+int sfs_place_at(struct sfs_node *parent, const char *name, const struct sfs_branch *tb,
 		 struct sfs_place *p);
 /* In the highest rw branch. */
 int sfs_place_new(struct sfs_node *parent, const char *name, struct sfs_place *p);

@@ -37,7 +37,7 @@ static int xtarget_get(struct sfs_node *n, bool write, struct xtarget *t)
 	t->ent = strdup(n->name);
 	t->pst = sfs_node_stack(parent);
 	pthread_mutex_unlock(&n->lock);
-	pl = sfs_stack_in(t->pst, t->st->l[0].bidx);
+	pl = sfs_stack_in(t->pst, sfs_layer_branch(t->st, &t->st->l[0]));
 	if (!t->ent || !pl)
 		return t->ent ? -ESTALE : -ENOMEM;
 	t->fd = pl->fd;

@@ -339,3 +339,38 @@ print([(b["path"], b["fstype"]) for b in json.load(open(sys.argv[1]))])' "$BATS_
 	assert_output --regexp "^removed branch #0 \(id [0-9]+\) $T/up3 \(rw\)$"
 	[[ ! -e $MNT/new && -f $T/up3/new ]]
 }
+
+# Stacks name branches by identity, not position (NOTES, "Branches and
+# snapshots"): a node opened before a branch was added on top keeps a
+# stack of the old snapshot, while its parent is looked up again on the
+# new one; a copy-up through both indexed the parent's stack with the
+# node's old position (another branch's directory) and failed ENOENT.
+@test "regression: fchmod and fchown of a file and a symlink opened before branch add --top copy them into the new top" {
+	mkdir "$UP/d"            # d merged: an upper part and a lower part
+	echo g >"$LO/d/g"
+	ln -s target "$LO/d/s"
+	setfattr -h -n trusted.k -v v "$LO/d/s"
+	mkdir "$T/new"
+	sfs_snapshot "$LO"
+	run -0 python3 - "$MNT" "$SFS" "$T/new" <<'PY'
+import ctypes, os, subprocess, sys
+mnt, sfs, new = sys.argv[1:4]
+libc = ctypes.CDLL(None, use_errno=True)
+g = os.open(mnt + "/d/g", os.O_RDONLY)
+s = os.open(mnt + "/d/s", os.O_PATH | os.O_NOFOLLOW)
+subprocess.run([sfs, "branch", "add", mnt, new, "--top", "--mode", "rw"], check=True,
+               stdout=subprocess.DEVNULL)
+os.stat(mnt + "/d")             # d alone is looked up again: the new snapshot
+os.fchmod(g, 0o640)
+# fchownat(s, "", AT_EMPTY_PATH) of the symlink opened before the change
+if libc.fchownat(s, b"", 12, 34, 0x1000) != 0:
+    e = ctypes.get_errno(); print("fchownat:", os.strerror(e)); sys.exit(1)
+print("OK")
+PY
+	assert_output OK
+	[[ $(stat -c %a "$T/new/d/g") == 640 ]] || fail "g: $(ls -l "$T/new/d" 2>&1)"
+	[[ $(stat -c %u:%g "$T/new/d/s") == 12:34 ]] || fail "s: $(ls -l "$T/new/d" 2>&1)"
+	[[ $(getfattr -h --only-values -n trusted.k "$T/new/d/s") == v ]] || fail "s lost its xattr"
+	[[ $(cat "$MNT/d/g") == g ]]
+	sfs_assert_unchanged "$LO"
+}

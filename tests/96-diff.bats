@@ -204,3 +204,18 @@ v = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))
 print([(c["change"], c["path"].encode("utf-8", "surrogateescape")) for c in v])' "$BATS_TEST_TMPDIR/out.json"
 	assert_output --partial "('A', b'/odd\\xff\\xc3(\\x01')"
 }
+
+# The mount's branch list comes over the control channel with paths
+# escaped (\ooo); diff read it with its own parser and took "\134" as
+# written: a branch path with a backslash was not found.
+@test "regression: diff MOUNTPOINT of branches whose paths hold a backslash, a colon and a space" {
+	local up="$T/u\\p: 1" lo="$T/l\\o 2"
+	mkdir -p "$up" "$lo"
+	echo x >"$lo/f"
+	echo y >"$lo/g"
+	sfs_mount "$(printf '%s' "$up" | sed 's/[\\:=]/\\&/g'):$(printf '%s' "$lo" | sed 's/[\\:=]/\\&/g')=ro" "$MNT"
+	echo z >"$MNT/new"
+	rm "$MNT/g"
+	run -0 "$SFS" diff "$MNT"
+	assert_output $'D /g\nA /new'
+}
