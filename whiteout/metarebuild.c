@@ -32,7 +32,7 @@ static int copy_record(int old_fd, int new_fd, const char *name, uint64_t max)
 	char buf[65536];
 	uint64_t done = 0;
 	struct stat st;
-	ssize_t n;
+	ssize_t n = 0;
 
 	if (in < 0)
 		return in == -ENOENT || in == -ELOOP ? 0 : in;
