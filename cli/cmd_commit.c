@@ -36,9 +36,9 @@
 
 #include "cli/cli.h"
 #include "cli/progress.h"
-#include "stackfs/datacopy.h"
+#include "union/copy.h"
 #include "stackfs/runtime.h"
-#include "whiteout/beneath.h"
+#include "common/bio.h"
 #include "whiteout/changes.h"
 #include "whiteout/journal.h"
 #include "whiteout/metadir.h"
@@ -142,9 +142,15 @@ static void on_stop(int sig)
 
 /* ------------------------------------------------------------ helpers */
 
-static void proc_path(char *buf, size_t len, int dirfd, const char *name)
+/* dir/name opened to read its data, never crossing a mount point;
+ * without changing its atime where the caller may ask so (O_NOATIME is
+ * for the owner or CAP_FOWNER). */
+static int open_source(int dir, const char *name)
 {
-	snprintf(buf, len, "/proc/self/fd/%d/%s", dirfd, name[0] ? name : ".");
+	const char *n = name[0] ? name : ".";
+	int fd = sfs_do_open(dir, n, O_RDONLY | O_NOATIME, 0);
+
+	return fd == -EPERM ? sfs_do_open(dir, n, O_RDONLY, 0) : fd;
 }
 
 static void tmp_name(struct commit *c, char buf[64])
@@ -154,12 +160,7 @@ static void tmp_name(struct commit *c, char buf[64])
 
 static int mnt_of(int fd, uint64_t *mnt)
 {
-	struct statx x;
-
-	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &x) < 0)
-		return -errno;
-	*mnt = x.stx_mnt_id;
-	return 0;
+	return sfs_do_statx(fd, NULL, mnt);
 }
 
 /* Removes dirfd/name and everything under it, never leaving the mount
@@ -173,12 +174,12 @@ static int remove_tree(int dirfd, const char *name, uint64_t mnt)
 	int fd, ret = 0;
 
 	/* the first call on the name does not cross a mount point */
-	ret = sfs_nx_stat(dirfd, name, &st);
+	ret = sfs_do_stat(dirfd, name, &st);
 	if (ret < 0)
 		return ret == -ENOENT ? 0 : ret;
 	if (!S_ISDIR(st.st_mode))
-		return unlinkat(dirfd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
-	fd = sfs_nx_open(dirfd, name, O_RDONLY | O_DIRECTORY);
+		return sfs_do_unlinkat(dirfd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
+	fd = sfs_do_open(dirfd, name, O_RDONLY | O_DIRECTORY, 0);
 	if (fd < 0)
 		return fd;
 	ret = mnt_of(fd, &m);
@@ -197,7 +198,7 @@ static int remove_tree(int dirfd, const char *name, uint64_t mnt)
 	if (ret == 0 && errno)
 		ret = -errno;
 	closedir(d);
-	if (ret == 0 && unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+	if (ret == 0 && sfs_do_unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
 		ret = -errno;
 	return ret;
 }
@@ -217,7 +218,7 @@ static int open_path(int root, const char *path)
 		return -ENOMEM;
 	}
 	for (comp = strtok_r(copy, "/", &save); fd >= 0 && comp; comp = strtok_r(NULL, "/", &save)) {
-		int next = sfs_nx_open(fd, comp, O_PATH | O_DIRECTORY);
+		int next = sfs_do_open(fd, comp, O_PATH | O_DIRECTORY, 0);
 
 		close(fd);
 		fd = next;
@@ -239,8 +240,8 @@ static char *split_path(const char *path, const char **base)
 static int read_header(int root_fd, struct sfs_header *h)
 {
 	uint8_t buf[128];
-	int dir = openat(root_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	int fd = dir < 0 ? -1 : openat(dir, SFS_META_HEADER, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int dir = sfs_do_open(root_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
+	int fd = dir < 0 ? -1 : sfs_do_open(dir, SFS_META_HEADER, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
 	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf));
 
 	if (fd >= 0)
@@ -262,38 +263,18 @@ static int header_style(int root_fd)
 	return h.flags & SFS_META_F_OVERLAY ? SFS_WH_OVERLAY : SFS_WH_AUFS;
 }
 
-#define COPIED_FLAGS (FS_SYNC_FL | FS_IMMUTABLE_FL | FS_APPEND_FL | FS_NODUMP_FL | \
-		      FS_NOATIME_FL | FS_DIRSYNC_FL | FS_TOPDIR_FL | FS_PROJINHERIT_FL)
-
 /* The inode flags (chattr) of a regular file or directory, set once the
  * entry is in place (an immutable one cannot be renamed). */
 static int copy_flags(int sdir, const char *sname, int ddir, const char *dname)
 {
-	char sp[PATH_MAX], dp[PATH_MAX];
-	int in, out, flags = 0, own = 0, ret = 0;
+	int in = sfs_do_open(sdir, sname[0] ? sname : ".", O_PATH, 0);
+	int out = in < 0 ? in : sfs_do_open(ddir, dname[0] ? dname : ".", O_PATH, 0);
+	int ret = out < 0 ? out : sfs_copy_flags(in, out);
 
-	proc_path(sp, sizeof(sp), sdir, sname);
-	proc_path(dp, sizeof(dp), ddir, dname);
-	in = open(sp, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW | O_NOATIME | O_CLOEXEC);
-	if (in < 0 && errno == EPERM)
-		in = open(sp, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC);
-	if (in < 0)
-		return -errno;
-	if (ioctl(in, FS_IOC_GETFLAGS, &flags) < 0)
-		ret = errno == ENOTTY || errno == EOPNOTSUPP ? 0 : -errno;
-	close(in);
-	flags &= COPIED_FLAGS;
-	if (ret < 0 || !flags)
-		return ret;
-	out = open(dp, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC);
-	if (out < 0)
-		return -errno;
-	if (ioctl(out, FS_IOC_GETFLAGS, &own) < 0)
-		ret = -errno;
-	flags |= own & ~COPIED_FLAGS;
-	if (ret == 0 && flags != own && ioctl(out, FS_IOC_SETFLAGS, &flags) < 0)
-		ret = -errno;
-	close(out);
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
 	return ret;
 }
 
@@ -336,11 +317,11 @@ static int drop_extra_xattrs(int sfd, int dfd)
 static int open_meta_fd(int dir, const char *name, const struct stat *st)
 {
 	struct stat now;
-	int fd = openat(dir, name[0] ? name : ".", O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	int fd = sfs_do_open(dir, name[0] ? name : ".", O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
 
 	if (fd < 0)
 		return -errno;
-	if (fstatat(fd, "", &now, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ||
+	if (sfs_do_fstat(fd, &now) < 0 ||
 	    (now.st_mode & S_IFMT) != (st->st_mode & S_IFMT)) {
 		close(fd);
 		return -ESTALE;
@@ -381,7 +362,7 @@ static int copy_times(const struct stat *st, int ddir, const char *dname)
 
 	if (fd < 0)
 		return fd;
-	if (utimensat(fd, "", tv, AT_EMPTY_PATH) < 0)
+	if (sfs_do_utimensat(fd, "", tv, AT_EMPTY_PATH) < 0)
 		ret = -errno;
 	close(fd);
 	return ret;
@@ -401,7 +382,7 @@ static int clear_marks(int dirfd)
 		if (ret < 0 && ret != -ENODATA && ret != -ENOTSUP && ret != -EOPNOTSUPP)
 			return ret;
 	}
-	if (unlinkat(dirfd, SFS_WH_OPQ, 0) < 0 && errno != ENOENT)
+	if (sfs_do_unlinkat(dirfd, SFS_WH_OPQ, 0) < 0 && errno != ENOENT)
 		return -errno;
 	return 0;
 }
@@ -529,12 +510,12 @@ static int put_in_place(struct commit *c, int ddir, const char *tmp, const char 
 	struct stat st;
 	int ret;
 
-	if (sfs_nx_stat(ddir, name, &st) == 0 && S_ISDIR(st.st_mode)) {
+	if (sfs_do_stat(ddir, name, &st) == 0 && S_ISDIR(st.st_mode)) {
 		ret = remove_tree(ddir, name, c->u.b[1].mnt_id);
 		if (ret < 0)
 			return ret;
 	}
-	if (renameat(ddir, tmp, ddir, name) < 0)
+	if (sfs_do_renameat2(ddir, tmp, ddir, name, 0) < 0)
 		return -errno;
 	return 0;
 }
@@ -585,16 +566,16 @@ static int make_dir(struct commit *c, int dt, const char *name, int sdir, const 
 	int ret, fd;
 
 	tmp_name(c, tmp);
-	if (mkdirat(dt, tmp, 0700) < 0)
+	if (sfs_do_mkdirat(dt, tmp, 0700) < 0)
 		return -errno;
 	ret = copy_meta(sdir, sname, st, dt, tmp);
-	if (ret == 0 && renameat2(dt, tmp, dt, name, RENAME_NOREPLACE) < 0)
+	if (ret == 0 && sfs_do_renameat2(dt, tmp, dt, name, RENAME_NOREPLACE) < 0)
 		ret = -errno;
 	if (ret < 0) {
-		unlinkat(dt, tmp, AT_REMOVEDIR);
+		sfs_do_unlinkat(dt, tmp, AT_REMOVEDIR);
 		return ret;
 	}
-	fd = openat(dt, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	fd = sfs_do_open(dt, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
 	return fd < 0 ? -errno : fd;
 }
 
@@ -643,16 +624,12 @@ static bool lower_indexed(const struct commit *c, ino_t ino)
 static int rewrite_in_place(struct commit *c, struct dctx *d, const char *name, int sdir,
 			    const char *sname, const struct stat *st)
 {
-	char sp[PATH_MAX];
 	int in, out, sfd, dfd, ret = 0;
 
-	proc_path(sp, sizeof(sp), sdir, sname);
-	in = open(sp, O_RDONLY | O_NOFOLLOW | O_NOATIME | O_CLOEXEC);
-	if (in < 0 && errno == EPERM)
-		in = open(sp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	in = open_source(sdir, sname);
 	if (in < 0)
-		return -errno;
-	out = openat(d->T, name, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		return in;
+	out = sfs_do_open(d->T, name, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
 	if (out < 0)
 		ret = -errno;
 	if (ret == 0)
@@ -662,8 +639,8 @@ static int rewrite_in_place(struct commit *c, struct dctx *d, const char *name, 
 	close(in);
 	if (out >= 0)
 		close(out);
-	sfd = ret == 0 ? openat(sdir, sname[0] ? sname : ".", O_PATH | O_NOFOLLOW | O_CLOEXEC) : -1;
-	dfd = ret == 0 ? openat(d->T, name, O_PATH | O_NOFOLLOW | O_CLOEXEC) : -1;
+	sfd = ret == 0 ? sfs_do_open(sdir, sname[0] ? sname : ".", O_PATH | O_NOFOLLOW | O_CLOEXEC, 0) : -1;
+	dfd = ret == 0 ? sfs_do_open(d->T, name, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0) : -1;
 	if (ret == 0 && (sfd < 0 || dfd < 0))
 		ret = -errno;
 	if (ret == 0)
@@ -688,8 +665,8 @@ static bool same_lower(struct commit *c, struct dctx *d, const char *name, const
 	const char *base;
 	char *dir = split_path(path, &base);
 	int pfd = dir ? open_path(c->u.b[1].root_fd, dir) : -1;
-	bool r = pfd >= 0 && fstatat(pfd, base, &a, AT_SYMLINK_NOFOLLOW) == 0 &&
-		 fstatat(d->T, name, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_ino == b.st_ino &&
+	bool r = pfd >= 0 && sfs_do_stat(pfd, base, &a) == 0 &&
+		 sfs_do_stat(d->T, name, &b) == 0 && a.st_ino == b.st_ino &&
 		 a.st_dev == b.st_dev;
 
 	free(dir);
@@ -709,7 +686,7 @@ static int place_file(struct commit *c, struct dctx *d, const char *name, const 
 	int ret = 0, in = -1, out = -1;
 	bool linked;
 
-	ret = sfs_nx_stat(sdir, sname, &st);
+	ret = sfs_do_stat(sdir, sname, &st);
 	if (ret < 0)
 		return fail(c, ret, vpath, "reading the rw branch");
 	ret = ensure_t(c, d);
@@ -726,7 +703,7 @@ static int place_file(struct commit *c, struct dctx *d, const char *name, const 
 	if (!l && linked && S_ISREG(st.st_mode)) {
 		struct stat ex;
 
-		if (fstatat(d->T, name, &ex, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(ex.st_mode) &&
+		if (sfs_do_stat(d->T, name, &ex) == 0 && S_ISREG(ex.st_mode) &&
 		    ex.st_nlink > 1 && lower_indexed(c, ex.st_ino)) {
 			ret = rewrite_in_place(c, d, name, sdir, sname, &st);
 			if (ret < 0)
@@ -743,26 +720,21 @@ static int place_file(struct commit *c, struct dctx *d, const char *name, const 
 		free(dir);
 		if (pfd < 0)
 			return fail(c, pfd, vpath, "linking");
-		ret = linkat(pfd, base, d->T, tmp, 0) < 0 ? -errno : 0;
+		ret = sfs_do_linkat(pfd, base, d->T, tmp, 0) < 0 ? -errno : 0;
 		close(pfd);
 		if (ret == 0)
 			ret = put_in_place(c, d->T, tmp, name);
 		if (ret < 0) {
-			unlinkat(d->T, tmp, 0);
+			sfs_do_unlinkat(d->T, tmp, 0);
 			return fail(c, ret, vpath, "linking");
 		}
 		goto out_wh;
 	}
 	if (S_ISREG(st.st_mode)) {
-		char sp[PATH_MAX];
-
-		proc_path(sp, sizeof(sp), sdir, sname);
-		in = open(sp, O_RDONLY | O_NOFOLLOW | O_NOATIME | O_CLOEXEC);
-		if (in < 0 && errno == EPERM)
-			in = open(sp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		in = open_source(sdir, sname);
 		if (in < 0)
-			return fail(c, -errno, vpath, "reading the rw branch");
-		out = openat(d->T, tmp, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
+			return fail(c, in, vpath, "reading the rw branch");
+		out = sfs_do_open(d->T, tmp, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (out < 0)
 			ret = -errno;
 		if (ret == 0)
@@ -774,14 +746,14 @@ static int place_file(struct commit *c, struct dctx *d, const char *name, const 
 			close(out);
 	} else if (S_ISLNK(st.st_mode)) {
 		char target[PATH_MAX + 1];
-		ssize_t len = readlinkat(sdir, sname, target, sizeof(target) - 1);
+		ssize_t len = sfs_do_readlinkat(sdir, sname, target, sizeof(target) - 1);
 
 		if (len < 0)
 			return fail(c, -errno, vpath, "reading the rw branch");
 		target[len] = '\0';
-		if (symlinkat(target, d->T, tmp) < 0)
+		if (sfs_do_symlinkat(target, d->T, tmp) < 0)
 			ret = -errno;
-	} else if (mknodat(d->T, tmp, (st.st_mode & S_IFMT) | 0600, st.st_rdev) < 0) {
+	} else if (sfs_do_mknodat(d->T, tmp, (st.st_mode & S_IFMT) | 0600, st.st_rdev) < 0) {
 		ret = -errno;
 	} else if (sfs_wh_is_chr_whiteout(&st)) {
 		/* a real 0:0 device (whiteouts never come here) stays one */
@@ -794,7 +766,7 @@ static int place_file(struct commit *c, struct dctx *d, const char *name, const 
 	if (ret == 0)
 		ret = put_in_place(c, d->T, tmp, name);
 	if (ret < 0) {
-		unlinkat(d->T, tmp, 0);
+		sfs_do_unlinkat(d->T, tmp, 0);
 		return fail(c, ret, vpath, "copying");
 	}
 	if (S_ISREG(st.st_mode)) {
@@ -816,7 +788,7 @@ out_wh:
 		char wh[300];
 
 		snprintf(wh, sizeof(wh), SFS_WH_PREFIX "%s", name);
-		if (strlen(name) + SFS_WH_PREFIX_LEN <= 255 && unlinkat(d->T, wh, 0) < 0 &&
+		if (strlen(name) + SFS_WH_PREFIX_LEN <= 255 && sfs_do_unlinkat(d->T, wh, 0) < 0 &&
 		    errno != ENOENT)
 			return fail(c, -errno, vpath, "removing a whiteout");
 	}
@@ -832,7 +804,7 @@ static int apply_whiteout(struct commit *c, struct dctx *d, const char *name,
 	struct stat st;
 	int ret;
 
-	if (sfs_nx_stat(d->T, name, &st) == 0) {
+	if (sfs_do_stat(d->T, name, &st) == 0) {
 		if (sfs_wh_is_dev_whiteout(d->T, name, &st))
 			return 0; /* the lower branch hides it already */
 		touch_t(d);
@@ -857,10 +829,10 @@ static int apply_whiteout(struct commit *c, struct dctx *d, const char *name,
 		touch_t(d);
 		if (style == SFS_WH_OVERLAY) {
 			tmp_name(c, tmp);
-			ret = mknodat(d->T, tmp, S_IFCHR, makedev(0, 0)) < 0 ? -errno : 0;
-			if (ret == 0 && renameat(d->T, tmp, d->T, name) < 0) {
+			ret = sfs_do_mknodat(d->T, tmp, S_IFCHR, makedev(0, 0)) < 0 ? -errno : 0;
+			if (ret == 0 && sfs_do_renameat2(d->T, tmp, d->T, name, 0) < 0) {
 				ret = -errno;
-				unlinkat(d->T, tmp, 0);
+				sfs_do_unlinkat(d->T, tmp, 0);
 			}
 		} else {
 			ret = sfs_wh_create(d->T, name, -1, SFS_WH_AUFS);
@@ -910,13 +882,13 @@ static int place_dir(struct commit *c, struct dctx *d, const char *name, const c
 
 	if (fstat(u->fd, &st) < 0)
 		return fail(c, -errno, vpath, "reading the rw branch");
-	exists = sfs_nx_stat(d->T, name, &ex) == 0;
+	exists = sfs_do_stat(d->T, name, &ex) == 0;
 	touch_t(d);
 	if (m && m->staged[0]) {
 		/* a moved directory: the lower one comes to its new place */
 		if (exists)
 			ret = remove_tree(d->T, name, c->u.b[1].mnt_id);
-		if (ret == 0 && renameat2(c->stage_fd, m->staged, d->T, name, RENAME_NOREPLACE) < 0)
+		if (ret == 0 && sfs_do_renameat2(c->stage_fd, m->staged, d->T, name, RENAME_NOREPLACE) < 0)
 			ret = -errno;
 		if (ret == 0)
 			m->staged[0] = '\0';
@@ -934,7 +906,7 @@ static int place_dir(struct commit *c, struct dctx *d, const char *name, const c
 		}
 	}
 	if (ret == 0 && fd < 0) {
-		fd = openat(d->T, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		fd = sfs_do_open(d->T, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
 		ret = fd < 0 ? -errno : 0;
 		if (ret == 0)
 			ret = drop_extra_xattrs(u->fd, fd);
@@ -1015,7 +987,7 @@ static void raws_free(struct raw *v, size_t n)
 /* The entries and whiteouts of a directory of the rw branch. */
 static int raw_list(int dirfd, bool root, struct raw **out, size_t *n)
 {
-	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = sfs_do_open(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
 	DIR *d = fd < 0 ? NULL : fdopendir(fd);
 	struct raw *v = NULL;
 	size_t cnt = 0, cap = 0;
@@ -1043,7 +1015,7 @@ static int raw_list(int dirfd, bool root, struct raw **out, size_t *n)
 			nm += SFS_WH_PREFIX_LEN;
 			k = RAW_WH_AUFS;
 		} else if ((e->d_type == DT_CHR || e->d_type == DT_UNKNOWN) &&
-			   sfs_nx_stat(fd, nm, &st) == 0 &&
+			   sfs_do_stat(fd, nm, &st) == 0 &&
 			   sfs_wh_is_dev_whiteout(fd, nm, &st)) {
 			k = RAW_WH_OVERLAY;
 		}
@@ -1166,7 +1138,7 @@ static int commit_lower_names(struct commit *c, struct dctx *d, const struct raw
 			if (ret == 0 && cd.made)
 				ret = finish_dir(c, &cd, vc->l[0].fd, "", &vc->top, d->T, names[i]);
 			else if (ret == 0 && cd.touched &&
-				 utimensat(cd.T, ".", cd.t_times, AT_SYMLINK_NOFOLLOW) < 0)
+				 sfs_do_utimensat(cd.T, ".", cd.t_times, AT_SYMLINK_NOFOLLOW) < 0)
 				ret = fail(c, -errno, vpath, "setting times");
 			if (cd.T >= 0)
 				close(cd.T);
@@ -1408,7 +1380,7 @@ static int journal_moves(struct commit *c)
 		dir = split_path(m->src, &base);
 		pfd = dir ? open_path(c->u.b[1].root_fd, dir) : -ENOMEM;
 		free(dir);
-		if (pfd >= 0 && fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		if (pfd >= 0 && sfs_do_stat(pfd, base, &st) < 0)
 			ret = -errno;
 		else if (pfd >= 0 && !S_ISDIR(st.st_mode))
 			ret = -ENOTDIR;
@@ -1482,10 +1454,9 @@ static int stage_moves(struct commit *c)
 	ret = write_journal(c);
 	if (ret < 0 || !c->jnl.nmv)
 		return ret;
-	if (mkdirat(c->u.b[1].root_fd, c->stage_name, 0700) < 0)
+	if (sfs_do_mkdirat(c->u.b[1].root_fd, c->stage_name, 0700) < 0)
 		return fail(c, -errno, c->stage_name, "making the staging directory");
-	c->stage_fd = openat(c->u.b[1].root_fd, c->stage_name,
-			     O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	c->stage_fd = sfs_do_open(c->u.b[1].root_fd, c->stage_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
 	if (c->stage_fd < 0)
 		return fail(c, -errno, c->stage_name, "opening the staging directory");
 	for (size_t i = 0; ret == 0 && i < c->nmv; i++) {
@@ -1503,7 +1474,7 @@ static int stage_moves(struct commit *c)
 		pfd = dir ? open_path(c->u.b[1].root_fd, dir) : -ENOMEM;
 		free(dir);
 		snprintf(m->staged, sizeof(m->staged), "%zu", k++);
-		if (pfd < 0 || renameat(pfd, base, c->stage_fd, m->staged) < 0) {
+		if (pfd < 0 || sfs_do_renameat2(pfd, base, c->stage_fd, m->staged, 0) < 0) {
 			ret = fail(c, pfd < 0 ? pfd : -errno, m->src, "moving a lower directory aside");
 			m->staged[0] = '\0';
 		}
@@ -1944,7 +1915,7 @@ static int apply(struct commit *c)
 	if (ret == 0)
 		ret = commit_dir(c, &root);
 	if (ret == 0 && c->stage_fd >= 0) {
-		if (unlinkat(c->u.b[1].root_fd, c->stage_name, AT_REMOVEDIR) < 0)
+		if (sfs_do_unlinkat(c->u.b[1].root_fd, c->stage_name, AT_REMOVEDIR) < 0)
 			ret = fail(c, -errno, c->stage_name, "removing the staging directory");
 		close(c->stage_fd);
 		c->stage_fd = -1;
@@ -1952,7 +1923,7 @@ static int apply(struct commit *c)
 	if (ret == 0)
 		ret = finish_dir(c, &root, V->l[0].fd, "", &st, root.T, "");
 	/* durable before the rw branch is emptied */
-	sfd = ret == 0 ? openat(c->u.b[1].root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	sfd = ret == 0 ? sfs_do_open(c->u.b[1].root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0) : -1;
 	if (ret == 0 && (sfd < 0 || syncfs(sfd) < 0))
 		ret = fail(c, -errno, c->into, "syncfs");
 	if (sfd >= 0)
@@ -1980,7 +1951,7 @@ static int finish_commit(struct commit *c, bool *emptied)
 	if (!c->keep) {
 		ret = sfs_jnl_empty_rw(rfd, c->jnl.rw_times, msg, sizeof(msg));
 		if (ret == 0) {
-			int fd = openat(rfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			int fd = sfs_do_open(rfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
 
 			if (fd < 0 || syncfs(fd) < 0)
 				ret = -errno;

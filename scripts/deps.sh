@@ -18,7 +18,7 @@ run_pkgs=(
 # the suite: bats, the filesystems of its loop images, the probes' tools
 test_pkgs=(
 	bats bats-support bats-assert xfsprogs e2fsprogs acl attr coreutils
-	findutils procps rsync tar python3 jq man-db groff-base
+	findutils procps rsync tar python3 jq man-db groff-base strace
 	valgrind
 	# make fuzz: clang and its runtimes. libFuzzer (and clang's ASan) is in
 	# libclang-rt-N-dev, which clang only recommends; libclang-rt-dev

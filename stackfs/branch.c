@@ -415,6 +415,13 @@ static void write_lowers(struct sfs_snap *s)
 	free(v);
 }
 
+/* Names the branch roots for the seam's traces and logs ("b3 /a/b"). */
+static void register_roots(const struct sfs_snap *s)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		sfs_do_register(s->b[i]->id, s->b[i]->path);
+}
+
 int sfs_snap_prepare_meta(struct sfs_snap *s, int whiteout_style, bool upgrade,
 			  char *err, size_t errlen)
 {
@@ -427,6 +434,7 @@ int sfs_snap_prepare_meta(struct sfs_snap *s, int whiteout_style, bool upgrade,
 		return ret;
 	if (s->top_rw < 0) {
 		ids_by_order(s);
+		register_roots(s);
 		return 0;
 	}
 	s->reg = s->b[s->top_rw]->meta;
@@ -436,8 +444,10 @@ int sfs_snap_prepare_meta(struct sfs_snap *s, int whiteout_style, bool upgrade,
 			berr(err, errlen, "branch #%u (\"%s\"): registering its id: %s",
 			     i, s->b[i]->path, strerror(-ret));
 	}
-	if (ret == 0)
+	if (ret == 0) {
 		write_lowers(s);
+		register_roots(s);
+	}
 	return ret;
 }
 
@@ -566,6 +576,7 @@ int sfs_snap_change(const struct sfs_snap *old, const struct sfs_change *c,
 		berr(err, errlen, "registering branch ids: %s", strerror(-ret));
 	if (ret == 0) {
 		write_lowers(s);
+		register_roots(s);
 		*out = s;
 		s = NULL;
 	}

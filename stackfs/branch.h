@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "union/branch_spec.h"
+
 struct sfs_meta;
 
 /* What the entries of one branch directory in successive snapshots
@@ -20,21 +22,6 @@ struct sfs_branch_shared {
 	struct sfs_meta *meta;    /* rw branches, once opened, else NULL */
 };
 
-enum sfs_branch_mode { SFS_BRANCH_RO = 0, SFS_BRANCH_RW = 1 };
-
-/* One element of a parsed "DIR[=MODE]:DIR[=MODE]..." spec. */
-struct sfs_branch_spec {
-	char *path;               /* unescaped, as written (maybe relative) */
-	enum sfs_branch_mode mode;
-};
-
-/* Parses a BRANCHES spec. ':' separates branches, '=' introduces a mode
- * (rw|ro), '\' escapes the next character. The first branch defaults to
- * rw, the others to ro. Returns 0, or -EINVAL with a one-line message in
- * err. On success *out holds *n specs to free with sfs_branch_spec_free. */
-int sfs_branch_spec_parse(const char *spec, struct sfs_branch_spec **out,
-			  size_t *n, char *err, size_t errlen);
-void sfs_branch_spec_free(struct sfs_branch_spec *v, size_t n);
 
 /* One opened branch. Refcounted so that a snapshot can be replaced while
  * requests of the old one are still in flight. */

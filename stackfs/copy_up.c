@@ -77,12 +77,12 @@ static int copy_meta(const struct sfs_layer *src, int sdir, const char *sname,
  * it: of the type made, the daemon's own, with no other name. */
 static int open_made(int workfd, const char *tmp, mode_t type)
 {
-	int fd = sfs_path_fd(workfd, tmp), ret;
+	int fd = sfs_do_open(workfd, tmp, O_PATH, 0), ret;
 	struct stat st;
 
 	if (fd < 0)
 		return fd;
-	ret = sfs_fstat(fd, &st);
+	ret = sfs_do_fstat(fd, &st);
 	if (ret == 0 && ((st.st_mode & S_IFMT) != type || st.st_uid != geteuid() ||
 			 (!S_ISDIR(type) && st.st_nlink != 1)))
 		ret = -ESTALE;
@@ -99,22 +99,22 @@ static int stage_file(const struct sfs_layer *src, const struct stat *st,
 {
 	int in = -1, out, ret = 0;
 
-	out = openat(workfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+	out = sfs_do_tmpfile(workfd, O_WRONLY, 0600);
 	if (out >= 0)
 		s->tmp[0] = '\0';
 	else /* no O_TMPFILE here; or an error a named file says better
 	      * (a removed work/ is EPERM for O_TMPFILE, ENOENT for it) */
-		out = sfs_open_beneath(workfd, s->tmp, O_CREAT | O_EXCL | O_WRONLY, 0600);
+		out = sfs_do_open(workfd, s->tmp, O_CREAT | O_EXCL | O_WRONLY, 0600);
 	if (out < 0)
 		return out;
-	s->fd = sfs_reopen(out, O_PATH);
+	s->fd = sfs_do_reopen(out, O_PATH);
 	if (s->fd < 0)
 		ret = s->fd;
 	if (ret == 0 && !nodata) {
 		/* reading the lower file must not change it, atime included */
-		in = sfs_reopen(src->fd, O_RDONLY | O_NOATIME);
+		in = sfs_do_reopen(src->fd, O_RDONLY | O_NOATIME);
 		if (in == -EPERM) /* not the owner, without CAP_FOWNER */
-			in = sfs_reopen(src->fd, O_RDONLY);
+			in = sfs_do_reopen(src->fd, O_RDONLY);
 		ret = in < 0 ? in : sfs_copy_data(in, out, st->st_size);
 	}
 	if (ret == 0 && sfs_m.opts.fsync && fsync(out) < 0)
@@ -134,15 +134,15 @@ static int stage_node(const struct sfs_layer *src, const struct stat *st,
 	int r;
 
 	if (S_ISLNK(st->st_mode)) {
-		len = readlinkat(src->fd, "", target, sizeof(target) - 1);
+		len = sfs_do_readlinkat(src->fd, "", target, sizeof(target) - 1);
 		if (len < 0)
 			return -errno;
 		target[len] = '\0';
-		r = symlinkat(target, workfd, s->tmp);
+		r = sfs_do_symlinkat(target, workfd, s->tmp);
 	} else if (S_ISDIR(st->st_mode)) {
-		r = mkdirat(workfd, s->tmp, 0700);
+		r = sfs_do_mkdirat(workfd, s->tmp, 0700);
 	} else {
-		r = mknodat(workfd, s->tmp, (st->st_mode & S_IFMT) | 0600, st->st_rdev);
+		r = sfs_do_mknodat(workfd, s->tmp, (st->st_mode & S_IFMT) | 0600, st->st_rdev);
 	}
 	if (r < 0)
 		return -errno;
@@ -154,7 +154,7 @@ static int stage_node(const struct sfs_layer *src, const struct stat *st,
 static void unstage(int workfd, struct staged *s, mode_t mode)
 {
 	if (s->tmp[0])
-		unlinkat(workfd, s->tmp, S_ISDIR(mode) ? AT_REMOVEDIR : 0);
+		sfs_do_unlinkat(workfd, s->tmp, S_ISDIR(mode) ? AT_REMOVEDIR : 0);
 	if (s->fd >= 0)
 		close(s->fd);
 	s->tmp[0] = '\0';
@@ -190,7 +190,7 @@ static bool same_inode(int a, int b)
 {
 	struct stat sa, sb;
 
-	return sfs_fstat(a, &sa) == 0 && sfs_fstat(b, &sb) == 0 &&
+	return sfs_do_fstat(a, &sa) == 0 && sfs_do_fstat(b, &sb) == 0 &&
 	       sa.st_ino == sb.st_ino && sa.st_dev == sb.st_dev;
 }
 
@@ -203,9 +203,9 @@ static int rename_dir(int workfd, const struct staged *s, int parentfd, const ch
 	char back[64];
 	int fd;
 
-	if (renameat2(workfd, s->tmp, parentfd, name, RENAME_NOREPLACE) < 0)
+	if (sfs_do_renameat2(workfd, s->tmp, parentfd, name, RENAME_NOREPLACE) < 0)
 		return -errno;
-	fd = sfs_path_fd(parentfd, name);
+	fd = sfs_do_open(parentfd, name, O_PATH, 0);
 	if (fd >= 0 && same_inode(fd, s->fd)) {
 		close(fd);
 		return 0;
@@ -213,7 +213,7 @@ static int rename_dir(int workfd, const struct staged *s, int parentfd, const ch
 	if (fd >= 0)
 		close(fd);
 	sfs_temp_name(back, "stale");
-	renameat2(parentfd, name, workfd, back, RENAME_NOREPLACE);
+	sfs_do_renameat2(parentfd, name, workfd, back, RENAME_NOREPLACE);
 	sfs_log(SFS_LOG_ERR, "copy-up: the staged directory was replaced in %s/%s before it "
 		"was placed: not placed", SFS_META_NAME, "work");
 	return -ESTALE;
@@ -229,19 +229,19 @@ static int place_entry(int workfd, struct staged *s, bool dir, int parentfd,
 {
 	struct stat pst;
 	struct timespec tv[2];
-	int ret = sfs_fstat(parentfd, &pst);
+	int ret = sfs_do_fstat(parentfd, &pst);
 
 	if (ret == 0)
 		ret = dir ? rename_dir(workfd, s, parentfd, name) :
-			    sfs_link_fd(s->fd, parentfd, name);
+			    sfs_do_link_fd(s->fd, parentfd, name);
 	if (ret < 0)
 		return ret;
 	if (!dir && s->tmp[0])
-		unlinkat(workfd, s->tmp, 0); /* an unlinked leftover goes at mount */
+		sfs_do_unlinkat(workfd, s->tmp, 0); /* an unlinked leftover goes at mount */
 	s->tmp[0] = '\0';
 	tv[0] = pst.st_atim;
 	tv[1] = pst.st_mtim;
-	utimensat(parentfd, "", tv, AT_EMPTY_PATH); /* cosmetic: no failure */
+	sfs_do_utimensat(parentfd, "", tv, AT_EMPTY_PATH); /* cosmetic: no failure */
 	return 0;
 }
 
@@ -321,15 +321,15 @@ static int link_copy(int copyfd, int dirfd, const char *name)
 {
 	struct timespec tv[2];
 	struct stat pst;
-	int ret = sfs_fstat(dirfd, &pst);
+	int ret = sfs_do_fstat(dirfd, &pst);
 
 	if (ret < 0)
 		return ret;
-	if (linkat(copyfd, "", dirfd, name, AT_EMPTY_PATH) < 0)
+	if (sfs_do_linkat(copyfd, "", dirfd, name, AT_EMPTY_PATH) < 0)
 		return -errno;
 	tv[0] = pst.st_atim;
 	tv[1] = pst.st_mtim;
-	utimensat(dirfd, "", tv, AT_EMPTY_PATH); /* cosmetic: no failure */
+	sfs_do_utimensat(dirfd, "", tv, AT_EMPTY_PATH); /* cosmetic: no failure */
 	return 0;
 }
 
@@ -391,7 +391,7 @@ static int copy_dir_into(struct sfs_node *n, const struct sfs_stack *st,
 	int workfd = tb->work_fd;
 	struct staged s = { "", -1, false };
 	struct stat src;
-	int fd, ret = sl && dl ? sfs_fstat(st->l[0].fd, &src) : -ESTALE;
+	int fd, ret = sl && dl ? sfs_do_fstat(st->l[0].fd, &src) : -ESTALE;
 
 	if (ret == 0)
 		ret = stage_copy(st, sl, &src, workfd, name, false, &s);
@@ -400,7 +400,7 @@ static int copy_dir_into(struct sfs_node *n, const struct sfs_stack *st,
 	if (ret == -EEXIST) {
 		/* placed meanwhile (behind the union's back): that one */
 		unstage(workfd, &s, S_IFDIR);
-		fd = sfs_path_fd(dl->fd, name);
+		fd = sfs_do_open(dl->fd, name, O_PATH, 0);
 		return fd < 0 ? fd : install(n, st, pst->snap, tb, fd, &src);
 	}
 	if (ret < 0) {
@@ -413,7 +413,7 @@ static int copy_dir_into(struct sfs_node *n, const struct sfs_stack *st,
 	if (ret < 0) {
 		/* back to the old state: the lower entry shows again */
 		close(s.fd);
-		unlinkat(dl->fd, name, AT_REMOVEDIR);
+		sfs_do_unlinkat(dl->fd, name, AT_REMOVEDIR);
 		return ret;
 	}
 	return install(n, st, pst->snap, tb, s.fd, &src);
@@ -468,7 +468,7 @@ static int place_file(struct sfs_node *n, struct sfs_node *parent,
 		return ret < 0 ? ret : 1;
 	ret = copy_file_flags(src, s->fd, mode);
 	if (ret < 0)
-		unlinkat(dirfd, name, 0); /* the lower entry shows again */
+		sfs_do_unlinkat(dirfd, name, 0); /* the lower entry shows again */
 	return ret < 0 ? ret : 1;
 }
 
@@ -481,7 +481,7 @@ static int keep_nameless(const struct sfs_layer *src, mode_t mode, int workfd,
 {
 	if (!s->fresh)
 		return 0; /* the index entry, as it was */
-	if (s->tmp[0] && unlinkat(workfd, s->tmp, 0) < 0)
+	if (s->tmp[0] && sfs_do_unlinkat(workfd, s->tmp, 0) < 0)
 		return -errno;
 	s->tmp[0] = '\0';
 	return copy_file_flags(src, s->fd, mode);
@@ -502,7 +502,7 @@ static int copy_file_into(struct sfs_node *n, const struct sfs_stack *st,
 	struct staged s = { "", -1, false };
 	struct stat src;
 	bool fresh = false;
-	int ret = sl && dl ? sfs_fstat(st->l[0].fd, &src) : -ESTALE;
+	int ret = sl && dl ? sfs_do_fstat(st->l[0].fd, &src) : -ESTALE;
 
 	if (ret == 0) {
 		s.fd = indexed_copy(st, &src);

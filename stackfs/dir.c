@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/bio.h"
 #include "stackfs/ops.h"
 #include "xattr/xattr.h"
 
@@ -71,9 +72,9 @@ static int set_owner_at(int parentfd, int fd, const char *name, int flags,
 	if (ctx->uid == 0 && ctx->gid == 0)
 		return 0; /* the daemon made it as root already */
 	/* a set-group-ID directory gave the entry its group already */
-	if (sfs_fstat(parentfd, &dst) == 0 && (dst.st_mode & S_ISGID))
+	if (sfs_do_fstat(parentfd, &dst) == 0 && (dst.st_mode & S_ISGID))
 		gid = (gid_t)-1;
-	if (fchownat(fd, name, ctx->uid, gid, flags) < 0)
+	if (sfs_do_fchownat(fd, name, ctx->uid, gid, flags) < 0)
 		return -errno;
 	return 0;
 }
@@ -151,29 +152,26 @@ static void stage_end(struct stage *sg, const char *name);
 static int stage_own(int fd, const struct stat *pst)
 {
 	mode_t mode = 0700 | (pst->st_mode & S_ISGID);
-	char p[32];
+	int ret = sfs_do_fchownat(fd, "", (uid_t)-1, pst->st_gid, AT_EMPTY_PATH);
 
-	if (fchownat(fd, "", (uid_t)-1, pst->st_gid, AT_EMPTY_PATH) < 0)
-		return -errno;
-	sfs_fd_path(fd, p);
-	return chmod(p, mode) < 0 ? -errno : 0;
+	return ret < 0 ? ret : sfs_do_fchmod(fd, mode);
 }
 
 static int stage_begin(const struct sfs_place *p, struct stage *sg)
 {
 	struct stat pst, st;
-	int ret = sfs_fstat(p->pl->fd, &pst);
+	int ret = sfs_do_fstat(p->pl->fd, &pst);
 
 	sg->workfd = p->br->work_fd;
 	sg->fd = -1;
 	if (ret < 0)
 		return ret;
 	sfs_temp_name(sg->dir, "mk");
-	if (mkdirat(sg->workfd, sg->dir, 0700) < 0)
+	if (sfs_do_mkdirat(sg->workfd, sg->dir, 0700) < 0)
 		return -errno;
-	ret = sg->fd = sfs_path_fd(sg->workfd, sg->dir);
+	ret = sg->fd = sfs_do_open(sg->workfd, sg->dir, O_PATH, 0);
 	/* the one just made: the daemon's own, empty */
-	if (ret >= 0 && (sfs_fstat(sg->fd, &st) < 0 || st.st_uid != geteuid() ||
+	if (ret >= 0 && (sfs_do_fstat(sg->fd, &st) < 0 || st.st_uid != geteuid() ||
 			 st.st_nlink != 2))
 		ret = -ESTALE;
 	if (ret >= 0)
@@ -191,16 +189,16 @@ static void stage_end(struct stage *sg, const char *name)
 {
 	int fd;
 
-	if (name && sg->fd >= 0 && unlinkat(sg->fd, name, 0) < 0 && errno == EISDIR) {
-		fd = sfs_path_fd(sg->fd, name);
+	if (name && sg->fd >= 0 && sfs_do_unlinkat(sg->fd, name, 0) < 0 && errno == EISDIR) {
+		fd = sfs_do_open(sg->fd, name, O_PATH, 0);
 		if (fd >= 0 && sfs_wh_clear_dir(fd) == 0)
-			unlinkat(sg->fd, name, AT_REMOVEDIR);
+			sfs_do_unlinkat(sg->fd, name, AT_REMOVEDIR);
 		if (fd >= 0)
 			close(fd);
 	}
 	if (sg->fd >= 0)
 		close(sg->fd);
-	unlinkat(sg->workfd, sg->dir, AT_REMOVEDIR);
+	sfs_do_unlinkat(sg->workfd, sg->dir, AT_REMOVEDIR);
 }
 
 /* make(), with the caller's umask, then the caller's owner. *made says
@@ -225,11 +223,11 @@ static int make_owned(fuse_req_t req, int dirfd, const char *name,
 static int make_opaque(int dirfd, const char *name)
 {
 	struct stat st;
-	int fd = sfs_path_fd(dirfd, name), ret;
+	int fd = sfs_do_open(dirfd, name, O_PATH, 0), ret;
 
 	if (fd < 0)
 		return fd;
-	ret = sfs_fstat(fd, &st);
+	ret = sfs_do_fstat(fd, &st);
 	if (ret == 0 && S_ISDIR(st.st_mode))
 		ret = sfs_wh_set_opaque(fd, sfs_m.opts.whiteout);
 	close(fd);
@@ -242,8 +240,8 @@ static int make_in_place(fuse_req_t req, const struct sfs_place *p,
 	bool made;
 	int ret = make_owned(req, p->pl->fd, name, make, arg, &made);
 
-	if (ret < 0 && made && unlinkat(p->pl->fd, name, 0) < 0 && errno == EISDIR)
-		unlinkat(p->pl->fd, name, AT_REMOVEDIR);
+	if (ret < 0 && made && sfs_do_unlinkat(p->pl->fd, name, 0) < 0 && errno == EISDIR)
+		sfs_do_unlinkat(p->pl->fd, name, AT_REMOVEDIR);
 	return ret;
 }
 
@@ -308,7 +306,7 @@ struct create_args {
 static int create_one(int dirfd, const char *name, void *arg)
 {
 	struct create_args *a = arg;
-	int fd = sfs_open_beneath(dirfd, name, a->flags | O_CREAT | O_EXCL, a->mode);
+	int fd = sfs_do_open(dirfd, name, a->flags | O_CREAT | O_EXCL, a->mode);
 
 	if (fd < 0)
 		return fd;
@@ -328,7 +326,7 @@ static int create_linked(fuse_req_t req, const struct sfs_place *p,
 	int fd, ret;
 
 	sfs_umask_begin(req);
-	fd = openat(p->pl->fd, ".", flags | O_CLOEXEC, a->mode);
+	fd = sfs_do_tmpfile(p->pl->fd, flags, a->mode);
 	ret = fd < 0 ? -errno : 0;
 	sfs_umask_end();
 	if (ret == -EISDIR || ret == -EINVAL)
@@ -336,7 +334,7 @@ static int create_linked(fuse_req_t req, const struct sfs_place *p,
 	if (ret == 0)
 		ret = set_owner_at(p->pl->fd, fd, "", AT_EMPTY_PATH, req);
 	if (ret == 0)
-		ret = sfs_link_fd(fd, p->pl->fd, name);
+		ret = sfs_do_link_fd(fd, p->pl->fd, name);
 	if (ret < 0 && fd >= 0)
 		close(fd);
 	if (ret == 0)
@@ -373,11 +371,11 @@ int sfs_entry_new(struct sfs_node *parent, const struct sfs_place *p,
 	struct sfs_stack *st;
 	struct sfs_node *n;
 	struct stat real;
-	int ret, fd = sfs_path_fd(p->pl->fd, name);
+	int ret, fd = sfs_do_open(p->pl->fd, name, O_PATH, 0);
 
 	if (fd < 0)
 		return fd;
-	ret = sfs_fstat(fd, &real);
+	ret = sfs_do_fstat(fd, &real);
 	st = ret < 0 ? NULL : sfs_stack_new(p->pst->snap, 1);
 	if (!st) {
 		close(fd);
@@ -425,13 +423,13 @@ static int make_device(int dirfd, const char *name, mode_t mode, dev_t rdev)
 {
 	int ret;
 
-	if (mknodat(dirfd, name, mode, rdev) < 0)
+	if (sfs_do_mknodat(dirfd, name, mode, rdev) < 0)
 		return -errno;
 	if (!S_ISCHR(mode) || rdev != 0)
 		return 0;
 	ret = sfs_wh_mark_device(dirfd, name);
 	if (ret < 0)
-		unlinkat(dirfd, name, 0);
+		sfs_do_unlinkat(dirfd, name, 0);
 	return ret == -ENOTSUP || ret == -EPERM ? -EPERM : ret;
 }
 
@@ -443,9 +441,9 @@ static int make_one(int dirfd, const char *name, void *arg)
 	if (a->kind == MAKE_NODE)
 		return make_device(dirfd, name, a->mode, a->rdev);
 	if (a->kind == MAKE_DIR)
-		r = mkdirat(dirfd, name, a->mode);
+		r = sfs_do_mkdirat(dirfd, name, a->mode);
 	else
-		r = symlinkat(a->target, dirfd, name);
+		r = sfs_do_symlinkat(a->target, dirfd, name);
 	return r < 0 ? -errno : 0;
 }
 
@@ -505,7 +503,7 @@ static int link_one(int dirfd, const char *name, void *arg)
 {
 	const int *srcfd = arg;
 
-	return linkat(*srcfd, "", dirfd, name, AT_EMPTY_PATH) < 0 ? -errno : 0;
+	return sfs_do_linkat(*srcfd, "", dirfd, name, AT_EMPTY_PATH) < 0 ? -errno : 0;
 }
 
 /* A hard link lives in the branch of its source. */
@@ -560,22 +558,22 @@ static int remove_dir(int dirfd, const char *name, int workfd)
 	int fd, ret;
 
 	if (workfd < 0) { /* no staging directory: the old order */
-		ret = sfs_path_fd(dirfd, name);
+		ret = sfs_do_open(dirfd, name, O_PATH, 0);
 		if (ret >= 0) {
 			fd = ret;
 			ret = sfs_wh_clear_dir(fd);
 			close(fd);
 		}
-		return ret < 0 ? ret : unlinkat(dirfd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
+		return ret < 0 ? ret : sfs_do_unlinkat(dirfd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
 	}
 	sfs_temp_name(tmp, "rm");
-	if (renameat2(dirfd, name, workfd, tmp, RENAME_NOREPLACE) < 0)
+	if (sfs_do_renameat2(dirfd, name, workfd, tmp, RENAME_NOREPLACE) < 0)
 		return -errno;
-	fd = sfs_path_fd(workfd, tmp);
+	fd = sfs_do_open(workfd, tmp, O_PATH, 0);
 	ret = fd < 0 ? fd : sfs_wh_clear_dir(fd);
 	if (fd >= 0)
 		close(fd);
-	if (ret == 0 && unlinkat(workfd, tmp, AT_REMOVEDIR) < 0)
+	if (ret == 0 && sfs_do_unlinkat(workfd, tmp, AT_REMOVEDIR) < 0)
 		ret = -errno;
 	if (ret < 0)
 		sfs_log(SFS_LOG_WARN, "rmdir %s: left in the staging directory as %s (%s)",
@@ -616,7 +614,7 @@ static int remove_entry(struct sfs_node *parent, const struct sfs_stack *pst,
 		return 0;
 	if (flags & AT_REMOVEDIR)
 		return remove_dir(kl->fd, name, kb->work_fd);
-	return unlinkat(kl->fd, name, 0) < 0 ? -errno : 0;
+	return sfs_do_unlinkat(kl->fd, name, 0) < 0 ? -errno : 0;
 }
 
 /* Under the parent's namespace lock from the resolution on, so that a

@@ -196,9 +196,9 @@ static int save_layer(struct sfs_saved **svp, int fd)
 	size_t len;
 	int mnt;
 
-	if (name_to_handle_at(fd, "", &h.fh, &mnt, AT_EMPTY_PATH) < 0)
+	if (sfs_do_name_to_handle(fd, "", &h.fh, &mnt, AT_EMPTY_PATH) < 0)
 		return -errno;
-	if (sfs_fstat(fd, &st) < 0)
+	if (sfs_do_fstat(fd, &st) < 0)
 		return -errno;
 	len = sv->len + rec_size(h.fh.handle_bytes);
 	sv = realloc(sv, sizeof(*sv) + len);
@@ -370,7 +370,7 @@ static int reopen_layer(const struct sfs_snap *snap, unsigned bidx,
 
 	if (fd < 0)
 		return fd;
-	ret = sfs_fstat(fd, &st);
+	ret = sfs_do_fstat(fd, &st);
 	if (ret == 0 && ((uint64_t)st.st_dev != sl->dev || (uint64_t)st.st_ino != sl->ino))
 		ret = -ESTALE;
 	if (ret == 0 && dir) {

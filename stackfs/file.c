@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <linux/capability.h>
 
+#include "common/bio.h"
 #include "stackfs/ops.h"
 
 static struct sfs_file *file_of(struct fuse_file_info *fi)
@@ -98,7 +99,7 @@ int sfs_file_fd(struct sfs_file *f)
 	ret = f->fd;
 	if (gen != f->cu_gen) {
 		st = sfs_node_stack(f->node);
-		fd = sfs_reopen(st->l[0].fd, f->flags);
+		fd = sfs_do_reopen(st->l[0].fd, f->flags);
 		if (fd >= 0)
 			file_set_branch(f, st->snap->b[st->l[0].bidx]);
 		sfs_stack_put(st);
@@ -188,14 +189,12 @@ static int trunc_kill_priv(fuse_req_t req, int fd)
 {
 	struct stat st;
 	mode_t kill;
-	int ret = sfs_fstat(fd, &st);
+	int ret = sfs_do_fstat(fd, &st);
 
 	if (ret < 0)
 		return ret;
 	kill = kill_bits(req, &st);
-	if (kill && fchmod(fd, st.st_mode & 07777 & ~kill) < 0)
-		return -errno;
-	return 0;
+	return kill ? sfs_do_fchmod(fd, st.st_mode & 07777 & ~kill) : 0;
 }
 
 static int do_open(fuse_req_t req, struct sfs_node *n, struct fuse_file_info *fi)
@@ -213,7 +212,7 @@ static int do_open(fuse_req_t req, struct sfs_node *n, struct fuse_file_info *fi
 		return ret;
 	if (wants_write(fi->flags))
 		gen = atomic_load(&n->cu_gen);
-	fd = sfs_reopen(st->l[0].fd, real_flags(fi->flags));
+	fd = sfs_do_reopen(st->l[0].fd, real_flags(fi->flags));
 	ret = fd >= 0 && (fi->flags & O_TRUNC) ? trunc_kill_priv(req, fd) : fd;
 	if (ret >= 0)
 		ret = file_new(n, gen, fd, st->snap->b[st->l[0].bidx], fi);
@@ -351,7 +350,7 @@ static ssize_t write_fd(int fd, struct fuse_bufvec *in, off_t off)
  * O_DIRECT ones, and go through a buffered descriptor of the same file. */
 static ssize_t write_cached(int fd, struct fuse_bufvec *in, off_t off)
 {
-	int bfd = sfs_reopen(fd, O_WRONLY);
+	int bfd = sfs_do_reopen(fd, O_WRONLY);
 	ssize_t n;
 
 	if (bfd < 0)

@@ -43,7 +43,7 @@ int sfs_index_open(const struct sfs_snap *s, uint64_t dev, uint64_t ino)
 	if (dfd < 0)
 		return -ENOENT;
 	sfs_index_name(name, fs_id_of_dev(s, dev), ino);
-	return sfs_path_fd(dfd, name);
+	return sfs_do_open(dfd, name, O_PATH, 0);
 }
 
 /* 1 when the index entry fd is the copy of the lower entry lower_fd: its
@@ -81,10 +81,10 @@ static int index_replace(int dfd, const char *name, int workfd, int fd)
 	int ret;
 
 	sfs_temp_name(tmp, "idx");
-	ret = sfs_link_fd(fd, workfd, tmp);
-	if (ret == 0 && renameat(workfd, tmp, dfd, name) < 0) {
+	ret = sfs_do_link_fd(fd, workfd, tmp);
+	if (ret == 0 && sfs_do_renameat2(workfd, tmp, dfd, name, 0) < 0) {
 		ret = -errno;
-		unlinkat(workfd, tmp, 0);
+		sfs_do_unlinkat(workfd, tmp, 0);
 	}
 	return ret;
 }
@@ -98,11 +98,11 @@ int sfs_index_link(const struct sfs_snap *s, int lower_fd, const struct stat *ls
 	if (dfd < 0)
 		return 0; /* no index: the link breaks at copy-up */
 	sfs_index_name(name, fs_id_of_dev(s, lst->st_dev), lst->st_ino);
-	ret = sfs_link_fd(copy_fd, dfd, name);
+	ret = sfs_do_link_fd(copy_fd, dfd, name);
 	if (ret != -EEXIST)
 		return ret;
 	/* an entry the copy-up did not use: stale, or not ours to replace */
-	fd = sfs_path_fd(dfd, name);
+	fd = sfs_do_open(dfd, name, O_PATH, 0);
 	if (fd < 0)
 		return fd == -ENOENT ? -EEXIST : fd;
 	ret = index_is_copy_of(fd, lower_fd);

@@ -9,6 +9,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "common/bio.h"
 #include "stackfs/ops.h"
 #include "whiteout/metadir.h"
 
@@ -89,7 +90,7 @@ uint32_t sfs_origin_nlink(const struct sfs_snap *snap, int dirfd, const char *na
 			fd = sfs_open_handle(snap->b[i]->root_fd, o.handle_type,
 					     o.handle, o.handle_bytes);
 	}
-	if (fd >= 0 && sfs_fstat(fd, &st) == 0 && st.st_ino == o.ino)
+	if (fd >= 0 && sfs_do_fstat(fd, &st) == 0 && st.st_ino == o.ino)
 		nlink = (uint32_t)st.st_nlink;
 	if (fd >= 0)
 		close(fd);
@@ -130,7 +131,7 @@ int sfs_node_getattr(struct sfs_node *n, struct stat *out)
 	int ret = sfs_node_stack_open(n, &st);
 
 	if (ret == 0)
-		ret = sfs_fstat(st->l[0].fd, &real);
+		ret = sfs_do_fstat(st->l[0].fd, &real);
 	if (ret == 0)
 		sfs_stat_fill(n, st, &real, out);
 	sfs_stack_put(st);
@@ -168,38 +169,20 @@ static int set_times(int fd, int openfd, const struct stat *attr, int to_set)
 	tv[0] = time_of(FUSE_SET_ATTR_ATIME, FUSE_SET_ATTR_ATIME_NOW, to_set, &attr->st_atim);
 	tv[1] = time_of(FUSE_SET_ATTR_MTIME, FUSE_SET_ATTR_MTIME_NOW, to_set, &attr->st_mtim);
 	if (openfd >= 0)
-		r = futimens(openfd, tv);
+		r = sfs_do_utimensat(openfd, NULL, tv, 0);
 	else
-		r = utimensat(fd, "", tv, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
-	return r < 0 ? -errno : 0;
+		r = sfs_do_utimensat(fd, "", tv, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
+	return r < 0 ? r : 0;
 }
 
 static int set_mode(int fd, int openfd, mode_t mode)
 {
-	char p[32];
-	int r;
-
-	if (openfd >= 0) {
-		r = fchmod(openfd, mode);
-	} else {
-		sfs_fd_path(fd, p);
-		r = chmod(p, mode);
-	}
-	return r < 0 ? -errno : 0;
+	return sfs_do_fchmod(openfd >= 0 ? openfd : fd, mode);
 }
 
 static int set_size(int fd, int openfd, off_t size)
 {
-	char p[32];
-	int r;
-
-	if (openfd >= 0) {
-		r = ftruncate(openfd, size);
-	} else {
-		sfs_fd_path(fd, p);
-		r = truncate(p, size);
-	}
-	return r < 0 ? -errno : 0;
+	return sfs_do_truncate(openfd >= 0 ? openfd : fd, size);
 }
 
 /* The changes a SETATTR can carry besides a ctime. */
@@ -222,7 +205,7 @@ static int setattr_layer(int fd, int openfd, const struct stat *attr, int to_set
 		ret = set_mode(fd, openfd, attr->st_mode);
 	if (ret == 0 && ((to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) ||
 			 !(to_set & SETATTR_CHANGES)) &&
-	    fchownat(fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+	    sfs_do_fchownat(fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
 		ret = -errno;
 	if (ret == 0 && (to_set & FUSE_SET_ATTR_SIZE))
 		ret = set_size(fd, openfd, attr->st_size);
@@ -257,7 +240,7 @@ void sfs_op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	struct sfs_stack *st = sfs_node_stack(sfs_node_of(ino));
 	char buf[PATH_MAX + 1];
-	ssize_t len = readlinkat(st->l[0].fd, "", buf, sizeof(buf));
+	ssize_t len = sfs_do_readlinkat(st->l[0].fd, "", buf, sizeof(buf));
 	int err = errno;
 
 	sfs_stack_put(st);

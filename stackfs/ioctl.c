@@ -9,6 +9,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "common/bio.h"
 #include "stackfs/ops.h"
 
 static bool is_set(unsigned cmd)
@@ -45,7 +46,7 @@ static int do_ioctl(struct sfs_node *n, unsigned cmd, const void *in,
 	}
 	if (ret < 0)
 		return ret;
-	fd = sfs_reopen(st->l[0].fd, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+	fd = sfs_do_reopen(st->l[0].fd, O_RDONLY | O_NONBLOCK | O_NOCTTY);
 	sfs_stack_put(st);
 	if (fd < 0)
 		return fd;

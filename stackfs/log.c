@@ -38,6 +38,11 @@ void sfs_log(int level, const char *fmt, ...)
 	va_end(ap);
 }
 
+void sfs_log_line(int level, const char *line)
+{
+	sfs_log(level, "%s", line);
+}
+
 /* A mount point inside a branch, met by a lookup (which answers EXDEV):
  * one line at most every 10 s, so that a find over the view or a program
  * retrying the name does not flood the log; the count says how many were

@@ -63,7 +63,7 @@ static int resolve_layer(struct resolve *r, const struct sfs_layer *dl,
 			 const char *name, bool below)
 {
 	struct stat st;
-	int fd = sfs_path_fd(dl->fd, name), ret;
+	int fd = sfs_do_open(dl->fd, name, O_PATH, 0), ret;
 
 	if (fd == -ENOENT || fd == -ENOTDIR) {
 		if (!below)
@@ -76,7 +76,7 @@ static int resolve_layer(struct resolve *r, const struct sfs_layer *dl,
 		sfs_log_mountpoint(r->snap, dl, name);
 	if (fd < 0)
 		return fd;
-	ret = sfs_fstat(fd, &st);
+	ret = sfs_do_fstat(fd, &st);
 	if (ret < 0 || sfs_wh_is_dev_whiteout(fd, "", &st) ||
 	    (r->n > 0 && !S_ISDIR(st.st_mode)) ||
 	    r->n == sizeof(r->found) / sizeof(r->found[0])) {
@@ -107,7 +107,7 @@ static void resolve_linked_copy(struct resolve *r, const struct sfs_snap *s,
 
 	if (fd < 0)
 		return;
-	if (sfs_fstat(fd, &st) == 0 && st.st_ino == r->top.st_ino)
+	if (sfs_do_fstat(fd, &st) == 0 && st.st_ino == r->top.st_ino)
 		r->nlink = sfs_origin_nlink(s, dirfd, name);
 	close(fd);
 }
@@ -123,7 +123,7 @@ static void resolve_stale_copy(struct resolve *r, const struct sfs_snap *s,
 
 	if (fd < 0)
 		return;
-	if (sfs_fstat(fd, &st) == 0 && st.st_ino == r->top.st_ino && st.st_dev == r->top.st_dev)
+	if (sfs_do_fstat(fd, &st) == 0 && st.st_ino == r->top.st_ino && st.st_dev == r->top.st_dev)
 		r->nlink = 1;   /* shown: the copy's links but the index one */
 	close(fd);
 }
@@ -173,7 +173,7 @@ static int resolve_index(struct resolve *r, const struct sfs_stack *dst)
 	fd = sfs_index_open_of(s, r->found[0].fd, &r->top);
 	if (fd < 0)
 		return fd == -ENOENT ? 0 : fd;
-	if (sfs_fstat(fd, &st) < 0) {
+	if (sfs_do_fstat(fd, &st) < 0) {
 		close(fd);
 		return 0;
 	}

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/bio.h"
 #include "stackfs/escape.h"
 #include "stackfs/ops.h"
 #include "stackfs/runtime.h"
@@ -43,7 +44,7 @@ int sfs_root_stack(struct sfs_snap *s, struct sfs_stack **out, struct stat *id)
 	for (unsigned i = 0; ret == 0 && i < s->n; i++) {
 		st->l[n].fd = fcntl(s->b[i]->root_fd, F_DUPFD_CLOEXEC, 0);
 		st->l[n].bidx = i;
-		ret = st->l[n].fd < 0 ? -errno : sfs_fstat(st->l[n].fd, n ? id : &top);
+		ret = st->l[n].fd < 0 ? -errno : sfs_do_fstat(st->l[n].fd, n ? id : &top);
 		if (ret < 0)
 			break;
 		if (n++ == 0)
@@ -198,6 +199,9 @@ static int run(struct fuse_args *args, struct sfs_opts *o)
 	if (ret)
 		goto out;
 	sfs_timeout = o->timeout;
+	sfs_do_set_logger(sfs_log_line);
+	if (o->trace)
+		sfs_do_set_trace(true);
 	umask(0); /* modes arrive with the caller's umask applied */
 	sfs_raise_nofile();
 	sfs_fdcache_init();

@@ -27,6 +27,7 @@ static const struct fuse_opt table[] = {
 	OPT("upgrade", upgrade, 1),
 	OPT("writeback", writeback, 1),
 	OPT("nopassthrough", nopassthrough, 1),
+	OPT("trace", trace, 1),
 	FUSE_OPT_KEY("whiteout=", KEY_WHITEOUT),
 	FUSE_OPT_KEY("lowerdir=", KEY_LOWERDIR),
 	FUSE_OPT_KEY("upperdir=", KEY_UPPERDIR),
@@ -461,6 +462,8 @@ void sfs_opts_usage(const char *prog)
 	       "                            errors of delayed writes show at fsync/close)\n"
 	       "    -o nopassthrough        serve reads and writes of upper files by\n"
 	       "                            requests, not by FUSE passthrough\n"
+	       "    -o trace                log every call into a branch (the branch\n"
+	       "                            seam: operation, branch, path, result)\n"
 	       "    -o timeout=SECONDS      kernel cache timeout for entries and\n"
 	       "                            attributes (default 60)\n"
 	       "    -o readahead=KIB        readahead window of the mount (default 512;\n"

@@ -124,7 +124,7 @@ static int check_alive(const struct sfs_snap *snap, const struct sfs_origin *o)
 		return 0;
 	if (fd < 0)
 		return fd;
-	ret = sfs_fstat(fd, &st);
+	ret = sfs_do_fstat(fd, &st);
 	close(fd);
 	if (ret < 0)
 		return ret;

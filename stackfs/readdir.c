@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "stackfs/nameset.h"
-#include "whiteout/beneath.h"
+#include "common/bio.h"
 #include "stackfs/ops.h"
 
 struct sfs_dir {
@@ -72,7 +72,7 @@ static int is_chr_whiteout(int dirfd, const char *name, unsigned char type)
 
 	if (type != DT_CHR && type != DT_UNKNOWN)
 		return 0;
-	ret = sfs_nx_stat(dirfd, name, &st);
+	ret = sfs_do_stat(dirfd, name, &st);
 	if (ret == -EXDEV)
 		return 0; /* a mount point: listed, its lookup refused */
 	if (ret < 0)
@@ -133,7 +133,7 @@ static bool skip_name(const char *name, bool is_root, bool single)
 static int read_layer(struct merge *m, const struct sfs_layer *l, bool is_root)
 {
 	char buf[65536];
-	int fd = sfs_reopen(l->fd, O_RDONLY | O_DIRECTORY);
+	int fd = sfs_do_reopen(l->fd, O_RDONLY | O_DIRECTORY);
 	long nread;
 	int ret = 0;
 
@@ -382,7 +382,7 @@ void sfs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 		     struct fuse_file_info *fi)
 {
 	struct sfs_stack *st = sfs_node_stack(sfs_node_of(ino));
-	int fd = sfs_reopen(st->l[0].fd, O_RDONLY | O_DIRECTORY);
+	int fd = sfs_do_reopen(st->l[0].fd, O_RDONLY | O_DIRECTORY);
 	int ret = fd;
 
 	sfs_stack_put(st);

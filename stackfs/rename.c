@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/bio.h"
 #include "stackfs/ops.h"
 
 /* One end of a rename. */
@@ -241,10 +242,10 @@ static void rn_after_wh(const struct rn *r, int srcfd, const struct sfs_layer *n
 	char wh[NAME_MAX + 1];
 
 	if ((r->dst_wh & SFS_WH_HAS_DEV) && !(below && sfs_m.opts.whiteout == SFS_WH_OVERLAY))
-		unlinkat(srcfd, r->src.name, 0);
+		sfs_do_unlinkat(srcfd, r->src.name, 0);
 	if ((r->dst_wh & SFS_WH_HAS_AUFS) &&
 	    snprintf(wh, sizeof(wh), SFS_WH_PREFIX "%s", r->dst.name) < (int)sizeof(wh))
-		unlinkat(npl->fd, wh, 0);
+		sfs_do_unlinkat(npl->fd, wh, 0);
 }
 
 /* Leaves a whiteout for the old name when branches below still show it,
@@ -272,7 +273,7 @@ static int rn_do(struct rn *r, const struct sfs_layer *npl, unsigned rflags)
 		if (ret < 0)
 			return ret;
 	}
-	if (renameat2(pl->fd, r->src.name, npl->fd, r->dst.name, rflags) < 0) {
+	if (sfs_do_renameat2(pl->fd, r->src.name, npl->fd, r->dst.name, rflags) < 0) {
 		ret = -errno;
 		if (aufs_wh)
 			sfs_wh_remove(pl->fd, r->src.name); /* the old name stays */

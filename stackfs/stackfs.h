@@ -10,8 +10,9 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "common/bio.h"
 #include "stackfs/branch.h"
-#include "stackfs/datacopy.h"
+#include "union/copy.h"
 
 /* ---- opts.c: mount options ------------------------------------------ */
 #include "whiteout/origin.h"
@@ -27,6 +28,7 @@ struct sfs_opts {
 	int upgrade;              /* upgrade an older metadata format */
 	int writeback;            /* the kernel's writeback cache */
 	int nopassthrough;        /* serve all data by requests */
+	int trace;                /* log every call into a branch */
 	unsigned readahead_kb;    /* readahead window; 0: the kernel's */
 	enum sfs_whiteout_style whiteout;
 	int show_help;
@@ -189,20 +191,9 @@ int sfs_fdcache_reopen(struct sfs_node *n, struct sfs_stack **out);
 void sfs_saved_free(struct sfs_saved *sv);
 void sfs_fdcache_destroy(void);
 
-/* ---- resolve.c: the only code that opens paths in a branch ----------- */
-/* Opens one name beneath a layer directory, never following a symlink
- * and never leaving the branch (openat2 RESOLVE_BENEATH). */
-int sfs_open_beneath(int dirfd, const char *name, int flags, mode_t mode);
-/* O_PATH|O_NOFOLLOW handle of dirfd/name. */
-int sfs_path_fd(int dirfd, const char *name);
-/* Reopens an O_PATH fd with real access flags through /proc/self/fd. */
-int sfs_reopen(int pathfd, int flags);
-/* Links the inode fd holds (O_PATH or O_TMPFILE) in as dirfd/name, never
- * by a name of it. 0 or -errno (-EEXIST when the name is taken). */
-int sfs_link_fd(int fd, int dirfd, const char *name);
+/* ---- layer.c: layers seen from outside a request -------------------- */
 /* "/proc/self/fd/N" for syscalls that take no fd. */
 void sfs_fd_path(int fd, char buf[static 32]);
-int sfs_fstat(int fd, struct stat *st);
 int sfs_raise_nofile(void);
 /* O_PATH fd of a file handle on the filesystem of mount_fd. */
 int sfs_open_handle(int mount_fd, int type, const void *handle, unsigned bytes);
@@ -270,10 +261,6 @@ int sfs_index_link(const struct sfs_snap *s, int lower_fd, const struct stat *ls
 		   int fd);
 /* The link count to show for an indexed copy. */
 uint32_t sfs_index_nlink(uint32_t lower, uint32_t upper);
-
-/* ---- copy_data.c ------------------------------------------------------ */
-/* Copies the chattr flags of a regular file or directory (O_PATH fds). */
-int sfs_copy_flags(int srcfd, int dstfd);
 
 /* ---- copy_up.c: making entries exist in a rw branch ------------------ */
 /* The node's stack with its top layer in a rw branch, copying the entry
@@ -396,6 +383,8 @@ int sfs_stats_format(char *buf, size_t len);
 /* ---- log.c ------------------------------------------------------------ */
 void sfs_log(int level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* One line of the branch seam's (common/bio.h) at a syslog level. */
+void sfs_log_line(int level, const char *line);
 void sfs_log_set_foreground(int fg, int debug);
 /* A mount point at NAME in layer DL (rate-limited). */
 void sfs_log_mountpoint(const struct sfs_snap *s, const struct sfs_layer *dl,

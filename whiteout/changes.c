@@ -14,7 +14,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "whiteout/beneath.h"
+#include "common/bio.h"
 #include "whiteout/changes.h"
 #include "whiteout/metadir.h"
 #include "whiteout/origin.h"
@@ -42,34 +42,10 @@ char *sfs_ch_join(const char *dir, const char *name)
 }
 
 /* stat of an O_PATH fd (any type, a symlink itself), with the id of the
- * mount it is on: statx. */
+ * mount it is on. */
 static int ch_stat(int fd, struct stat *st, uint64_t *mnt)
 {
-	struct statx x;
-
-	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW,
-		  STATX_BASIC_STATS | STATX_MNT_ID, &x) < 0)
-		return -errno;
-	memset(st, 0, sizeof(*st));
-	st->st_dev = makedev(x.stx_dev_major, x.stx_dev_minor);
-	st->st_ino = x.stx_ino;
-	st->st_mode = x.stx_mode;
-	st->st_nlink = x.stx_nlink;
-	st->st_uid = x.stx_uid;
-	st->st_gid = x.stx_gid;
-	st->st_rdev = makedev(x.stx_rdev_major, x.stx_rdev_minor);
-	st->st_size = (off_t)x.stx_size;
-	st->st_blksize = x.stx_blksize;
-	st->st_blocks = (blkcnt_t)x.stx_blocks;
-	st->st_atim.tv_sec = x.stx_atime.tv_sec;
-	st->st_atim.tv_nsec = x.stx_atime.tv_nsec;
-	st->st_mtim.tv_sec = x.stx_mtime.tv_sec;
-	st->st_mtim.tv_nsec = x.stx_mtime.tv_nsec;
-	st->st_ctim.tv_sec = x.stx_ctime.tv_sec;
-	st->st_ctim.tv_nsec = x.stx_ctime.tv_nsec;
-	if (mnt)
-		*mnt = (x.stx_mask & STATX_MNT_ID) ? x.stx_mnt_id : 0;
-	return 0;
+	return sfs_do_statx(fd, st, mnt);
 }
 
 static bool reserved_at(const char *layer_path, const char *name)
@@ -193,19 +169,18 @@ static int idx_cmp(const void *a, const void *b)
  * number. No index (never mounted, or no .stackfs) is an empty one. */
 static int index_load(struct sfs_ch_union *u)
 {
-	int meta = openat(u->b[0].root_fd, SFS_METADIR_NAME,
-			  O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int meta = sfs_do_open(u->b[0].root_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
 	struct dirent *e;
 	DIR *d;
 	int fd, ret = 0;
 
 	if (meta < 0)
 		return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
-	u->index_fd = openat(meta, SFS_META_INDEX, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	u->index_fd = sfs_do_open(meta, SFS_META_INDEX, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
 	close(meta);
 	if (u->index_fd < 0)
 		return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
-	fd = openat(u->index_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = sfs_do_open(u->index_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
 	d = fd < 0 ? NULL : fdopendir(fd);
 	if (!d) {
 		ret = -errno;
@@ -328,7 +303,7 @@ int sfs_ch_lowers_below(int root_fd, char ***paths, size_t *n, char *err, size_t
 		snprintf(err, errlen, "%s", strerror(errno));
 		return -errno;
 	}
-	meta = openat(root_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	meta = sfs_do_open(root_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
 	if (meta < 0) {
 		ret = errno == ENOTDIR ? -ENOENT : -errno;
 		snprintf(err, errlen, "%s/%s: %s", SFS_METADIR_NAME, SFS_META_LOWERS,
@@ -416,7 +391,7 @@ static int res_layer(struct res *r, const struct sfs_ch_layer *dl, const char *n
 	struct stat st;
 	uint64_t mnt;
 	/* never entering a mount point inside the branch: EXDEV there */
-	int fd = sfs_nx_open(dl->fd, name, O_PATH), ret;
+	int fd = sfs_do_open(dl->fd, name, O_PATH, 0), ret;
 
 	if (fd < 0) {
 		if (fd != -ENOENT && fd != -ENOTDIR)
@@ -631,7 +606,7 @@ int sfs_ch_lookup(struct sfs_ch_union *u, const struct sfs_ch_stack *dst,
 	    S_ISREG(st->top.st_mode)) {
 		const struct sfs_ch_index *e = index_find(u, st->l[0].b, st->top.st_ino);
 		struct stat ist;
-		int fd = e ? openat(u->index_fd, e->name, O_PATH | O_NOFOLLOW | O_CLOEXEC) : -1;
+		int fd = e ? sfs_do_open(u->index_fd, e->name, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0) : -1;
 
 		/* an entry whose origin names another inode (the lower file was
 		 * replaced offline by one reusing its number) is stale */
@@ -709,7 +684,7 @@ static int names_push(char ***v, size_t *n, size_t *cap, const char *s)
 
 static int layer_names(const struct sfs_ch_layer *l, char ***v, size_t *n, size_t *cap)
 {
-	int fd = openat(l->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = sfs_do_open(l->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
 	DIR *d = fd < 0 ? NULL : fdopendir(fd);
 	struct dirent *e;
 	int ret = 0;
@@ -728,7 +703,7 @@ static int layer_names(const struct sfs_ch_layer *l, char ***v, size_t *n, size_
 		    reserved_at(l->path, e->d_name))
 			continue;
 		if ((e->d_type == DT_CHR || e->d_type == DT_UNKNOWN) &&
-		    sfs_nx_stat(fd, e->d_name, &st) == 0 &&
+		    sfs_do_stat(fd, e->d_name, &st) == 0 &&
 		    sfs_wh_is_dev_whiteout(fd, e->d_name, &st))
 			continue;
 		ret = names_push(v, n, cap, e->d_name);

@@ -12,17 +12,13 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "whiteout/beneath.h"
+#include "common/bio.h"
 #include "whiteout/origin.h"
 #include "whiteout/whiteout.h"
+#include "xattr/xattr.h"
 
-static void proc_path(char buf[32], int fd)
-{
-	snprintf(buf, 32, "/proc/self/fd/%d", fd);
-}
-
-/* The names a listxattr returned, in a buffer grown as needed. */
-static ssize_t list_names(const char *path, char **buf)
+/* The names of dirfd's attributes, in a buffer grown as needed. */
+static ssize_t list_names(int dirfd, char **buf)
 {
 	size_t size = 1024;
 	ssize_t n;
@@ -33,25 +29,23 @@ static ssize_t list_names(const char *path, char **buf)
 		if (!b)
 			return -ENOMEM;
 		*buf = b;
-		n = listxattr(path, b, size);
-		if (n >= 0 || errno != ERANGE)
+		n = sfs_xattr_list(dirfd, "", b, size);
+		if (n != -ERANGE)
 			break;
 		size *= 4;
 		if (size > (1 << 20))
 			return -E2BIG;
 	}
-	if (n < 0)
-		return errno == ENOTSUP ? 0 : -errno;
-	return n;
+	return n == -ENOTSUP ? 0 : n;
 }
 
-static int read_value(const char *path, const char *name, char **out)
+static int read_value(int dirfd, const char *name, char **out)
 {
 	char v[4096];
-	ssize_t n = getxattr(path, name, v, sizeof(v) - 1);
+	ssize_t n = sfs_xattr_get(dirfd, "", name, v, sizeof(v) - 1);
 
 	if (n < 0)
-		return errno == ENODATA ? 0 : -errno;
+		return n == -ENODATA ? 0 : (int)n;
 	v[n] = '\0';
 	*out = strdup(v);
 	return *out ? 0 : -ENOMEM;
@@ -70,20 +64,20 @@ static bool is_redirect_name(const char *n)
 	       strcmp(n, SFS_OVL_USER_REDIRECT_XATTR) == 0;
 }
 
-static int marks_from_xattrs(const char *path, struct sfs_dirmark *m)
+static int marks_from_xattrs(int dirfd, struct sfs_dirmark *m)
 {
 	char *names = NULL, *val = NULL;
-	ssize_t len = list_names(path, &names);
+	ssize_t len = list_names(dirfd, &names);
 	int ret = len < 0 ? (int)len : 0;
 
 	for (ssize_t i = 0; ret == 0 && i < len; i += (ssize_t)strlen(names + i) + 1) {
 		if (is_opaque_name(names + i)) {
-			ret = read_value(path, names + i, &val);
+			ret = read_value(dirfd, names + i, &val);
 			m->opaque |= val && strcmp(val, "y") == 0;
 			free(val);
 			val = NULL;
 		} else if (is_redirect_name(names + i) && !m->redirect) {
-			ret = read_value(path, names + i, &m->redirect);
+			ret = read_value(dirfd, names + i, &m->redirect);
 		} else if (strcmp(names + i, SFS_ORIGIN_XATTR) == 0) {
 			m->has_origin = true;
 		}
@@ -94,19 +88,17 @@ static int marks_from_xattrs(const char *path, struct sfs_dirmark *m)
 
 int sfs_dirmark_read(int dirfd, struct sfs_dirmark *m)
 {
-	char path[32];
 	struct stat st;
 	int ret;
 
 	memset(m, 0, sizeof(*m));
 	/* a mount point on the marker's name (EXDEV) is a marker there */
-	ret = sfs_nx_stat(dirfd, SFS_WH_OPQ, &st);
+	ret = sfs_do_stat(dirfd, SFS_WH_OPQ, &st);
 	if (ret == 0 || ret == -EXDEV)
 		m->opaque = true;
 	else if (ret != -ENOENT)
 		return ret;
-	proc_path(path, dirfd);
-	ret = marks_from_xattrs(path, m);
+	ret = marks_from_xattrs(dirfd, m);
 	if (ret < 0)
 		sfs_dirmark_free(m);
 	return ret;
@@ -131,16 +123,11 @@ int sfs_wh_is_opaque(int dirfd)
 
 int sfs_wh_set_opaque(int dirfd, enum sfs_whiteout_style style)
 {
-	char path[32];
 	int fd;
 
-	if (style == SFS_WH_OVERLAY) {
-		proc_path(path, dirfd);
-		if (setxattr(path, SFS_OVL_OPAQUE_XATTR, "y", 1, 0) < 0)
-			return -errno;
-		return 0;
-	}
-	fd = sfs_nx_open(dirfd, SFS_WH_OPQ, O_CREAT | O_WRONLY);
+	if (style == SFS_WH_OVERLAY)
+		return sfs_xattr_set(dirfd, "", SFS_OVL_OPAQUE_XATTR, "y", 1, 0);
+	fd = sfs_do_open(dirfd, SFS_WH_OPQ, O_CREAT | O_WRONLY, 0);
 	if (fd < 0)
 		return fd;
 	close(fd);
@@ -151,10 +138,5 @@ int sfs_redirect_set(int dirfd, const char *path, enum sfs_whiteout_style style)
 {
 	const char *name = style == SFS_WH_OVERLAY ? SFS_OVL_REDIRECT_XATTR
 						   : SFS_REDIRECT_XATTR;
-	char p[32];
-
-	proc_path(p, dirfd);
-	if (setxattr(p, name, path, strlen(path), 0) < 0)
-		return -errno;
-	return 0;
+	return sfs_xattr_set(dirfd, "", name, path, strlen(path), 0);
 }

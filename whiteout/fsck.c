@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "whiteout/beneath.h"
+#include "common/bio.h"
 #include "whiteout/fsck.h"
 #include "whiteout/journal.h"
 #include "whiteout/ondisk.h"
@@ -155,17 +155,9 @@ static int done(struct fsck *f, struct sfs_fsck_problem *p, int ret)
 
 static int fstat_fd(int fd, struct stat *st)
 {
-	return fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
+	return sfs_do_fstat(fd, st);
 }
 
-/* chmod of the directory fd holds (O_PATH), through its magic link. */
-static int chmod_fd(int fd, mode_t mode)
-{
-	char p[32];
-
-	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
-	return chmod(p, mode) < 0 ? -errno : 0;
-}
 
 static char *join(const char *dir, const char *name)
 {
@@ -290,15 +282,15 @@ static int replace_with_empty_file(int dfd, const char *name, bool is_dir)
 		ret = -errno;
 	close(fd);
 	if (!ret && is_dir) {
-		if (renameat2(dfd, FSCK_TMP, dfd, name, RENAME_EXCHANGE) < 0)
+		if (sfs_do_renameat2(dfd, FSCK_TMP, dfd, name, RENAME_EXCHANGE) < 0)
 			ret = -errno;
-		else if (unlinkat(dfd, FSCK_TMP, AT_REMOVEDIR) < 0)
+		else if (sfs_do_unlinkat(dfd, FSCK_TMP, AT_REMOVEDIR) < 0)
 			ret = -errno;
-	} else if (!ret && renameat(dfd, FSCK_TMP, dfd, name) < 0) {
+	} else if (!ret && sfs_do_renameat2(dfd, FSCK_TMP, dfd, name, 0) < 0) {
 		ret = -errno;
 	}
 	if (ret)
-		unlinkat(dfd, FSCK_TMP, 0);
+		sfs_do_unlinkat(dfd, FSCK_TMP, 0);
 	else
 		ret = sfs_meta_fsync_dir(dfd);
 	return ret;
@@ -909,7 +901,7 @@ static void check_index_origin(struct fsck *f, int dfd, const char *name, const 
 		return;
 	p = found(f, SFS_PR_INDEX_STALE, f->lowers_trusted, path, "%s", why);
 	if (p)
-		done(f, p, unlinkat(dfd, name, 0) < 0 ? -errno : 0);
+		done(f, p, sfs_do_unlinkat(dfd, name, 0) < 0 ? -errno : 0);
 }
 
 static void check_index(struct fsck *f)
@@ -928,7 +920,7 @@ static void check_index(struct fsck *f)
 
 		if (!p)
 			break;
-		if (fstatat(fd, v[i], &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (sfs_do_stat(fd, v[i], &st) < 0) {
 			if (errno != ENOENT)
 				message(f, true, "%s: %s", p + 1, strerror(errno));
 		} else if (S_ISDIR(st.st_mode) || !index_name_ok(v[i])) {
@@ -939,7 +931,7 @@ static void check_index(struct fsck *f)
 			 * inode that were not copied up (they show the copy) */
 			pr = found(f, SFS_PR_INDEX_ORPHAN, true, p, NULL);
 			if (pr)
-				done(f, pr, unlinkat(fd, v[i], 0) < 0 ? -errno : 0);
+				done(f, pr, sfs_do_unlinkat(fd, v[i], 0) < 0 ? -errno : 0);
 		} else {
 			check_index_origin(f, fd, v[i], p);
 		}
@@ -986,7 +978,7 @@ static void check_meta_entries(struct fsck *f)
 		} else if (!is_known) {
 			found(f, SFS_PR_META_UNKNOWN, false, path, NULL);
 		} else if (!strcmp(v[i], SFS_META_LOCK) &&
-			   fstatat(f->meta_fd, v[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			   sfs_do_stat(f->meta_fd, v[i], &st) == 0 &&
 			   !S_ISREG(st.st_mode)) {
 			found(f, SFS_PR_LOCK_BAD, false, path, NULL);
 		}
@@ -1200,7 +1192,7 @@ static int open_meta(struct fsck *f)
 	if ((st.st_mode & 07777) != 0700) {
 		p = found(f, SFS_PR_META_MODE, true, path, "mode %04o", st.st_mode & 07777);
 		if (p)
-			done(f, p, chmod_fd(f->meta_fd, 0700));
+			done(f, p, sfs_do_fchmod(f->meta_fd, 0700));
 	}
 	return 0;
 }
@@ -1579,7 +1571,7 @@ static int lower_has(const struct lower_fds *l, const char *name)
 
 		if (l->fd[i] < 0)
 			continue;
-		int ret = sfs_nx_stat(l->fd[i], name, &st);
+		int ret = sfs_do_stat(l->fd[i], name, &st);
 
 		if (ret == -EXDEV)
 			return 1; /* a mount point: a name there, not entered */
@@ -1661,7 +1653,7 @@ static int origin_gone(struct fsck *f, const struct sfs_origin *o, const char *p
 	fh->handle_bytes = o->handle_bytes;
 	fh->handle_type = o->handle_type;
 	memcpy(fh->f_handle, o->handle, o->handle_bytes);
-	fd = open_by_handle_at(f->low[j].fd, fh, O_PATH | O_CLOEXEC);
+	fd = sfs_do_open_by_handle(f->low[j].fd, fh, O_PATH | O_CLOEXEC);
 	ret = fd < 0 ? -errno : 0;
 	free(fh);
 	if (ret == -ESTALE || ret == -ENOENT) {
@@ -1814,18 +1806,18 @@ static void check_aufs_name(struct fsck *f, int dfd, const char *name, const cha
 		if (done(f, p, replace_with_empty_file(dfd, name, true)))
 			return;
 	}
-	int ret = sfs_nx_stat(dfd, target, &tst);
+	int ret = sfs_do_stat(dfd, target, &tst);
 	if (ret == 0 || ret == -EXDEV) {
 		p = found(f, SFS_PR_WH_BESIDE, true, path, NULL);
 		if (p)
-			done(f, p, unlinkat(dfd, name, 0) < 0 ? -errno : 0);
+			done(f, p, sfs_do_unlinkat(dfd, name, 0) < 0 ? -errno : 0);
 		return;
 	}
 	has = lower_has(lf, target);
 	if (has == 0) {
 		p = found(f, SFS_PR_WH_NOTHING, f->lowers_trusted, path, NULL);
 		if (p)
-			done(f, p, unlinkat(dfd, name, 0) < 0 ? -errno : 0);
+			done(f, p, sfs_do_unlinkat(dfd, name, 0) < 0 ? -errno : 0);
 	}
 }
 
@@ -1859,7 +1851,7 @@ static void check_entries(struct fsck *f, int dfd, const char *dpath, char **nam
 		if (f->o->progress)
 			f->o->progress(f->o->arg, f->entries, path);
 		/* the first call on the name: it may be a mount point */
-		ret = sfs_nx_stat(dfd, name, &st);
+		ret = sfs_do_stat(dfd, name, &st);
 		if (ret == -EXDEV) {
 			message(f, false, "%s: a mount point: not crossed", path);
 		} else if (ret < 0) {
@@ -1873,7 +1865,7 @@ static void check_entries(struct fsck *f, int dfd, const char *dpath, char **nam
 				p = found(f, SFS_PR_WH_NOTHING, f->lowers_trusted, path,
 					  "overlay whiteout");
 				if (p)
-					done(f, p, unlinkat(dfd, name, 0) < 0 ? -errno : 0);
+					done(f, p, sfs_do_unlinkat(dfd, name, 0) < 0 ? -errno : 0);
 			}
 		} else {
 			check_xattrs(f, dfd, name, path, &st);
@@ -1894,8 +1886,8 @@ static void check_entries(struct fsck *f, int dfd, const char *dpath, char **nam
 				if (!strcmp(name, SFS_METADIR_NAME)) {
 					struct stat hs;
 
-					if (sfs_nx_stat(dfd, ".stackfs/header", &hs) == 0 ||
-					    sfs_nx_stat(dfd, ".stackfs/work", &hs) == 0)
+					if (sfs_do_stat(dfd, ".stackfs/header", &hs) == 0 ||
+					    sfs_do_stat(dfd, ".stackfs/work", &hs) == 0)
 						found(f, SFS_PR_NESTED_META, false, path, NULL);
 				}
 			}
@@ -1994,7 +1986,7 @@ int sfs_fsck_run(const struct sfs_fsck_opts *o, struct sfs_fsck_result *r)
 	if (open_meta(&f) == 0) {
 		check_commit(&f);
 		/* the commit's own .stackfs may have gone with its marker */
-		meta_gone = faccessat(f.root_fd, SFS_METADIR_NAME, F_OK, AT_SYMLINK_NOFOLLOW) < 0;
+		meta_gone = sfs_do_stat(f.root_fd, SFS_METADIR_NAME, &(struct stat){ 0 }) < 0;
 		if (!meta_gone)
 			check_header(&f);
 		if (!meta_gone && !f.stop && !f.v0 && !f.marker_only) {

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/bio.h"
 #include "whiteout/journal.h"
 #include "whiteout/ondisk.h"
 
@@ -340,7 +341,7 @@ static int write_rec(int root_fd, const char *name, const uint8_t *buf, size_t l
 		*made = false;
 	meta = sfs_meta_dir_open(root_fd, NULL, 0);
 	if (meta == -ENOENT && create) {
-		if (mkdirat(root_fd, SFS_METADIR_NAME, 0700) < 0)
+		if (sfs_do_mkdirat(root_fd, SFS_METADIR_NAME, 0700) < 0)
 			return -errno;
 		if (made)
 			*made = true;
@@ -389,8 +390,8 @@ int sfs_jnl_pending(int root_fd, char *err, size_t errlen)
 
 	if (meta < 0)
 		return 0;
-	jnl = faccessat(meta, SFS_META_COMMIT, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
-	mark = faccessat(meta, SFS_META_COMMIT_FROM, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+	jnl = sfs_do_stat(meta, SFS_META_COMMIT, &(struct stat){ 0 }) == 0;
+	mark = sfs_do_stat(meta, SFS_META_COMMIT_FROM, &(struct stat){ 0 }) == 0;
 	close(meta);
 	if (jnl) {
 		snprintf(err, errlen, "an unfinished stackfs commit from this branch "

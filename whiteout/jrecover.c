@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/bio.h"
 #include "whiteout/journal.h"
 #include "whiteout/ondisk.h"
 #include "whiteout/whiteout.h"
@@ -36,7 +37,7 @@ int sfs_jnl_open_path(int root_fd, const char *path)
 		return -ENOMEM;
 	}
 	for (comp = strtok_r(copy, "/", &save); fd >= 0 && comp; comp = strtok_r(NULL, "/", &save)) {
-		int next = openat(fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int next = sfs_do_open(fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
 
 		close(fd);
 		fd = next;
@@ -65,7 +66,7 @@ static bool is_dir_ino(int dirfd, const char *name, uint64_t ino)
 {
 	struct stat st;
 
-	return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+	return sfs_do_stat(dirfd, name, &st) == 0 && S_ISDIR(st.st_mode) &&
 	       (uint64_t)st.st_ino == ino;
 }
 
@@ -96,15 +97,15 @@ static int make_parent(int root_fd, const char *path, char base[256])
 	}
 	comp = strtok_r(copy, "/", &save);
 	while (comp && (next = strtok_r(NULL, "/", &save))) {
-		int nfd = openat(fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int nfd = sfs_do_open(fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
 
 		if (nfd < 0 && (errno == ENOTDIR || errno == ELOOP))
-			ret = unlinkat(fd, comp, 0) < 0 ? -errno : 0;
+			ret = sfs_do_unlinkat(fd, comp, 0) < 0 ? -errno : 0;
 		if (nfd < 0 && ret == 0 && (errno == ENOENT || errno == ENOTDIR || errno == ELOOP)) {
-			if (mkdirat(fd, comp, 0755) < 0 && errno != EEXIST)
+			if (sfs_do_mkdirat(fd, comp, 0755) < 0 && errno != EEXIST)
 				ret = -errno;
 			else
-				nfd = openat(fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				nfd = sfs_do_open(fd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
 		}
 		if (nfd < 0 && ret == 0)
 			ret = -errno;
@@ -157,7 +158,7 @@ static int unplace(int lower_fd, int stage_fd, const struct sfs_journal *j, char
 				continue;
 			pfd = open_parent(lower_fd, m->dst, base);
 			if (pfd >= 0 && is_dir_ino(pfd, base, m->ino) &&
-			    renameat2(pfd, base, stage_fd, name, RENAME_NOREPLACE) < 0)
+			    sfs_do_renameat2(pfd, base, stage_fd, name, RENAME_NOREPLACE) < 0)
 				ret = -errno;
 			if (pfd >= 0)
 				close(pfd);
@@ -200,11 +201,11 @@ static int unstage(int lower_fd, int stage_fd, const struct sfs_journal *j, char
 			}
 			pfd = make_parent(lower_fd, m->src, base);
 			ret = pfd < 0 ? pfd : 0;
-			if (ret == 0 && renameat2(stage_fd, name, pfd, base, RENAME_NOREPLACE) < 0) {
+			if (ret == 0 && sfs_do_renameat2(stage_fd, name, pfd, base, RENAME_NOREPLACE) < 0) {
 				ret = -errno;
 				if (ret == -EEXIST || ret == -ENOTEMPTY) {
 					ret = sfs_meta_remove_tree(pfd, base);
-					if (ret == 0 && renameat2(stage_fd, name, pfd, base,
+					if (ret == 0 && sfs_do_renameat2(stage_fd, name, pfd, base,
 								  RENAME_NOREPLACE) < 0)
 						ret = -errno;
 				}
@@ -223,7 +224,7 @@ static int unstage(int lower_fd, int stage_fd, const struct sfs_journal *j, char
 
 static int sync_fd(int fd)
 {
-	int sfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int sfd = sfs_do_open(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
 	int ret = sfd < 0 || syncfs(sfd) < 0 ? -errno : 0;
 
 	if (sfd >= 0)
@@ -235,14 +236,14 @@ static int roll_back(int lower_fd, const struct sfs_journal *j, char *err, size_
 {
 	int stage_fd, ret;
 
-	stage_fd = openat(lower_fd, j->stage, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	stage_fd = sfs_do_open(lower_fd, j->stage, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
 	if (stage_fd < 0 && errno == ENOENT && j->nmv) {
 		/* removed after the last directory was placed */
-		if (mkdirat(lower_fd, j->stage, 0700) < 0 && errno != EEXIST) {
+		if (sfs_do_mkdirat(lower_fd, j->stage, 0700) < 0 && errno != EEXIST) {
 			snprintf(err, errlen, "making %s: %s", j->stage, strerror(errno));
 			return -errno;
 		}
-		stage_fd = openat(lower_fd, j->stage, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		stage_fd = sfs_do_open(lower_fd, j->stage, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
 	}
 	if (stage_fd < 0) {
 		ret = -errno;
@@ -255,7 +256,7 @@ static int roll_back(int lower_fd, const struct sfs_journal *j, char *err, size_
 	if (ret == 0)
 		ret = unstage(lower_fd, stage_fd, j, err, errlen);
 	close(stage_fd);
-	if (ret == 0 && unlinkat(lower_fd, j->stage, AT_REMOVEDIR) < 0 && errno != ENOENT) {
+	if (ret == 0 && sfs_do_unlinkat(lower_fd, j->stage, AT_REMOVEDIR) < 0 && errno != ENOENT) {
 		ret = -errno;
 		snprintf(err, errlen, "removing the staging directory %s: %s", j->stage,
 			 strerror(-ret));
@@ -280,7 +281,7 @@ static int clear_marks(int dirfd)
 		if (ret < 0 && ret != -ENODATA && ret != -ENOTSUP && ret != -EOPNOTSUPP)
 			return ret;
 	}
-	if (unlinkat(dirfd, SFS_WH_OPQ, 0) < 0 && errno != ENOENT)
+	if (sfs_do_unlinkat(dirfd, SFS_WH_OPQ, 0) < 0 && errno != ENOENT)
 		return -errno;
 	return 0;
 }
@@ -288,7 +289,7 @@ static int clear_marks(int dirfd)
 /* Removes every entry of dir (but .stackfs when root). */
 static int empty_dir(int dir, bool root)
 {
-	int fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret = 0;
+	int fd = sfs_do_open(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0), ret = 0;
 	DIR *d = fd < 0 ? NULL : fdopendir(fd);
 	struct dirent *e;
 
@@ -329,7 +330,7 @@ int sfs_jnl_empty_rw(int rw_fd, const struct timespec times[2], char *err, size_
 	}
 	if (ret == 0)
 		ret = clear_marks(rw_fd);
-	if (ret == 0 && utimensat(rw_fd, ".", times, 0) < 0)
+	if (ret == 0 && sfs_do_utimensat(rw_fd, ".", times, 0) < 0)
 		ret = -errno;
 	if (ret < 0)
 		snprintf(err, errlen, "emptying the rw branch: %s", strerror(-ret));
@@ -348,7 +349,7 @@ static int remove_marker(int lower_fd, const struct sfs_journal *j)
 		return 0;
 	if (meta < 0)
 		return meta;
-	if (unlinkat(meta, SFS_META_COMMIT_FROM, 0) < 0 && errno != ENOENT)
+	if (sfs_do_unlinkat(meta, SFS_META_COMMIT_FROM, 0) < 0 && errno != ENOENT)
 		ret = -errno;
 	if (ret == 0)
 		ret = sfs_meta_fsync_dir(meta);
@@ -360,10 +361,10 @@ static int remove_marker(int lower_fd, const struct sfs_journal *j)
 		return -errno;
 	tv[0] = st.st_atim;
 	tv[1] = st.st_mtim;
-	if (unlinkat(lower_fd, SFS_METADIR_NAME, AT_REMOVEDIR) < 0 && errno != ENOENT &&
+	if (sfs_do_unlinkat(lower_fd, SFS_METADIR_NAME, AT_REMOVEDIR) < 0 && errno != ENOENT &&
 	    errno != ENOTEMPTY && errno != EEXIST)
 		return -errno;
-	if (utimensat(lower_fd, ".", tv, 0) < 0)
+	if (sfs_do_utimensat(lower_fd, ".", tv, 0) < 0)
 		return -errno;
 	return sfs_meta_fsync_dir(lower_fd);
 }
@@ -378,7 +379,7 @@ int sfs_jnl_finish(int rw_fd, int lower_fd, const struct sfs_journal *j)
 		meta = sfs_meta_dir_open(rw_fd, NULL, 0);
 		if (meta < 0)
 			return meta;
-		if (unlinkat(meta, SFS_META_COMMIT, 0) < 0 && errno != ENOENT)
+		if (sfs_do_unlinkat(meta, SFS_META_COMMIT, 0) < 0 && errno != ENOENT)
 			ret = -errno;
 		if (ret == 0)
 			ret = sfs_meta_fsync_dir(meta);

@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "whiteout/beneath.h"
+#include "common/bio.h"
 #include "whiteout/journal.h"
 #include "whiteout/ondisk.h"
 
@@ -150,15 +150,7 @@ int sfs_header_explain(enum sfs_hdr_status st, const struct sfs_header *h,
 
 int sfs_meta_openat(int dir_fd, const char *name, int flags, mode_t mode)
 {
-	struct open_how how = {
-		.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW),
-		.mode = (flags & O_CREAT) ? mode : 0,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-			   RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
-	};
-	long fd = syscall(SYS_openat2, dir_fd, name, &how, sizeof(how));
-
-	return fd < 0 ? -errno : (int)fd;
+	return sfs_do_open(dir_fd, name, flags, mode);
 }
 
 int sfs_meta_read_file(int dir_fd, const char *name, size_t max,
@@ -235,7 +227,7 @@ out:
 
 int sfs_meta_fsync_dir(int dir_fd)
 {
-	int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = sfs_do_open(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
 	int ret = 0;
 
 	if (fd < 0)
@@ -282,13 +274,13 @@ int sfs_meta_write_file(int dir_fd, const char *name, const void *buf,
 		ret = -errno;
 	if (ret)
 		goto out_unlink;
-	if (renameat(dir_fd, tmp, dir_fd, name) < 0) {
+	if (sfs_do_renameat2(dir_fd, tmp, dir_fd, name, 0) < 0) {
 		ret = -errno;
 		goto out_unlink;
 	}
 	return sfs_meta_fsync_dir(dir_fd);
 out_unlink:
-	unlinkat(dir_fd, tmp, 0);
+	sfs_do_unlinkat(dir_fd, tmp, 0);
 	return ret;
 }
 
@@ -323,7 +315,7 @@ int sfs_meta_remove_tree(int dir_fd, const char *name)
 {
 	int fd, ret;
 
-	if (unlinkat(dir_fd, name, 0) == 0)
+	if (sfs_do_unlinkat(dir_fd, name, 0) == 0)
 		return 0;
 	if (errno == ENOENT)
 		return 0;
@@ -336,7 +328,7 @@ int sfs_meta_remove_tree(int dir_fd, const char *name)
 	close(fd);
 	if (ret)
 		return ret;
-	if (unlinkat(dir_fd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+	if (sfs_do_unlinkat(dir_fd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
 		return -errno;
 	return 0;
 }
@@ -478,7 +470,7 @@ int sfs_meta_write_lowers(struct sfs_meta *m, const struct sfs_lower *v,
 static int classify_headerless(int dir_fd, enum sfs_meta_state *state,
 			       char *err, size_t errlen)
 {
-	int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = sfs_do_open(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
 	DIR *d = fd < 0 ? NULL : fdopendir(fd);
 	bool work = false, other = false;
 	struct dirent *e;
@@ -730,7 +722,7 @@ static int subdir(int dir_fd, const char *name, int *out, char *err, size_t errl
 {
 	int fd;
 
-	if (mkdirat(dir_fd, name, 0700) < 0 && errno != EEXIST) {
+	if (sfs_do_mkdirat(dir_fd, name, 0700) < 0 && errno != EEXIST) {
 		fd = -errno;
 		goto fail;
 	}
@@ -837,7 +829,7 @@ int sfs_meta_open(int root_fd, int whiteout_style, bool upgrade,
 	if (state == SFS_META_OLD && !upgrade)
 		goto old;
 	if (state == SFS_META_ABSENT) {
-		if (mkdirat(root_fd, SFS_METADIR_NAME, 0700) < 0 && errno != EEXIST) {
+		if (sfs_do_mkdirat(root_fd, SFS_METADIR_NAME, 0700) < 0 && errno != EEXIST) {
 			ret = -errno;
 			snprintf(err, errlen, "cannot create %s: %s", SFS_METADIR_NAME,
 				 strerror(-ret));
@@ -1005,13 +997,13 @@ int sfs_fs_handle(int dirfd, const char *name, int *handle_type,
 		struct file_handle fh;
 		uint8_t raw[sizeof(struct file_handle) + SFS_HANDLE_MAX];
 	} u;
-	int mount_id, fd = name[0] ? sfs_nx_open(dirfd, name, O_PATH) : dirfd, ret = 0;
+	int mount_id, fd = name[0] ? sfs_do_open(dirfd, name, O_PATH, 0) : dirfd, ret = 0;
 
 	/* a name is opened first: name_to_handle_at would cross a mount */
 	if (fd < 0)
 		return fd;
 	u.fh.handle_bytes = SFS_HANDLE_MAX;
-	if (name_to_handle_at(fd, "", &u.fh, &mount_id, AT_EMPTY_PATH) < 0)
+	if (sfs_do_name_to_handle(fd, "", &u.fh, &mount_id, AT_EMPTY_PATH) < 0)
 		ret = errno == EOVERFLOW ? -EOVERFLOW : -errno;
 	if (fd != dirfd)
 		close(fd);

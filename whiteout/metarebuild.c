@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/bio.h"
 #include "whiteout/metadir.h"
 #include "whiteout/ondisk.h"
 #include "whiteout/origin.h"
@@ -84,7 +85,7 @@ static int copy_index(int old_fd, int new_fd)
 		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
 		    sfs_origin_get(fd, "", &o) == 1) {
 			snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
-			if (linkat(AT_FDCWD, p, new_idx, e->d_name, AT_SYMLINK_FOLLOW) < 0)
+			if (sfs_do_linkat(AT_FDCWD, p, new_idx, e->d_name, AT_SYMLINK_FOLLOW) < 0)
 				ret = -errno;
 		}
 		close(fd);
@@ -107,7 +108,7 @@ static int make_new(int root_fd, char name[64])
 
 	snprintf(name, 64, "%s.rebuild.%d.%ld", SFS_METADIR_NAME, (int)getpid(),
 		 (long)time(NULL));
-	if (mkdirat(root_fd, name, 0700) < 0)
+	if (sfs_do_mkdirat(root_fd, name, 0700) < 0)
 		return -errno;
 	fd = sfs_meta_openat(root_fd, name, O_PATH | O_DIRECTORY, 0);
 	if (fd < 0)
@@ -128,8 +129,8 @@ static int fill_new(int old_fd, int new_fd)
 		ret = copy_record(old_fd, new_fd, SFS_META_REGISTRY, SFS_REG_MAX_BYTES);
 	if (ret == 0)
 		ret = copy_record(old_fd, new_fd, SFS_META_INOMAP, SFS_INO_MAX_BYTES);
-	if (ret == 0 && (mkdirat(new_fd, SFS_META_WORK, 0700) < 0 ||
-			 mkdirat(new_fd, SFS_META_INDEX, 0700) < 0))
+	if (ret == 0 && (sfs_do_mkdirat(new_fd, SFS_META_WORK, 0700) < 0 ||
+			 sfs_do_mkdirat(new_fd, SFS_META_INDEX, 0700) < 0))
 		ret = -errno;
 	if (ret == 0)
 		ret = copy_index(old_fd, new_fd);
@@ -148,8 +149,8 @@ static void unmake_new(int root_fd, int new_fd, const char *tmp)
 	sfs_meta_remove_tree(new_fd, SFS_META_INDEX);
 	sfs_meta_remove_tree(new_fd, SFS_META_WORK);
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
-		unlinkat(new_fd, files[i], 0);
-	unlinkat(root_fd, tmp, AT_REMOVEDIR);
+		sfs_do_unlinkat(new_fd, files[i], 0);
+	sfs_do_unlinkat(root_fd, tmp, AT_REMOVEDIR);
 }
 
 /* Swaps the new directory in and moves the old one (now at tmp) to a
@@ -159,10 +160,10 @@ static int swap_in(int root_fd, int new_fd, const char *tmp, char *kept, size_t 
 	struct stat a, b;
 	int fd, ret;
 
-	if (renameat2(root_fd, tmp, root_fd, SFS_METADIR_NAME, RENAME_EXCHANGE) < 0)
+	if (sfs_do_renameat2(root_fd, tmp, root_fd, SFS_METADIR_NAME, RENAME_EXCHANGE) < 0)
 		return -errno;
 	snprintf(kept, keptlen, "%s.untrusted.%ld", SFS_METADIR_NAME, (long)time(NULL));
-	if (renameat2(root_fd, tmp, root_fd, kept, RENAME_NOREPLACE) < 0)
+	if (sfs_do_renameat2(root_fd, tmp, root_fd, kept, RENAME_NOREPLACE) < 0)
 		snprintf(kept, keptlen, "%s", tmp); /* it stays where it is */
 	ret = sfs_meta_fsync_dir(root_fd);
 	fd = sfs_meta_openat(root_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY, 0);

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/bio.h"
 #include "whiteout/metadir.h"
 #include "whiteout/ondisk.h"
 
@@ -95,7 +96,7 @@ static int judge_entries(int dir_fd, dev_t dev, struct sfs_distrust *d)
 			continue;
 		/* inside a directory only the daemon's user can write: the
 		 * name cannot change between the listing and the stat */
-		if (fstatat(dirfd(dir), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (sfs_do_stat(dirfd(dir), e->d_name, &st) < 0) {
 			ret = errno == ENOENT ? 0 : -errno;
 			continue;
 		}
@@ -113,8 +114,8 @@ int sfs_meta_trusted(int root_fd, int dir_fd, struct sfs_distrust *d)
 	struct stat root, st;
 
 	memset(d, 0, sizeof(*d));
-	if (fstatat(root_fd, "", &root, AT_EMPTY_PATH) < 0 ||
-	    fstatat(dir_fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+	if (sfs_do_fstat(root_fd, &root) < 0 ||
+	    sfs_do_fstat(dir_fd, &st) < 0)
 		return -errno;
 	snprintf(d->what, sizeof(d->what), "%s", SFS_METADIR_NAME);
 	if (sfs_meta_judge(&st, root.st_dev, d))
@@ -182,7 +183,7 @@ int sfs_root_writers(int root_fd, char *msg, size_t len)
 	char who[400];
 	struct stat st;
 
-	if (fstatat(root_fd, "", &st, AT_EMPTY_PATH) < 0)
+	if (sfs_do_fstat(root_fd, &st) < 0)
 		return -errno;
 	if (st.st_uid == geteuid() && !(st.st_mode & (S_IWGRP | S_IWOTH)))
 		return 0;

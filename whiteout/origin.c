@@ -4,10 +4,11 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
-#include "whiteout/beneath.h"
+#include "common/bio.h"
 #include "whiteout/ondisk.h"
 #include "whiteout/origin.h"
 #include "xattr/xattr.h"
@@ -154,10 +155,10 @@ int sfs_origin_of(int dirfd, const char *name, const uint8_t fs_uuid[16],
 	int type, ret, fd;
 
 	memset(o, 0, sizeof(*o));
-	fd = name[0] ? sfs_nx_open(dirfd, name, O_PATH) : dirfd;
+	fd = name[0] ? sfs_do_open(dirfd, name, O_PATH, 0) : dirfd;
 	if (fd < 0)
 		return fd;
-	ret = fstatat(fd, "", &st, AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) < 0 ? -errno
+	ret = sfs_do_fstat(fd, &st) < 0 ? -errno
 		: sfs_fs_handle(fd, "", &type, o->handle, &hb);
 	if (fd != dirfd)
 		close(fd);
@@ -180,8 +181,9 @@ int sfs_origin_names(const struct sfs_origin *o, int dirfd, const char *name)
 	struct stat st;
 	int type, ret;
 
-	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW | (name[0] ? 0 : AT_EMPTY_PATH)) < 0)
-		return -errno;
+	ret = name[0] ? sfs_do_stat(dirfd, name, &st) : sfs_do_fstat(dirfd, &st);
+	if (ret < 0)
+		return ret;
 	if ((uint64_t)st.st_ino != o->ino)
 		return 0;
 	/* an old record, or a filesystem without handles: the number is

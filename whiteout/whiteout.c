@@ -10,7 +10,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "whiteout/beneath.h"
+#include "common/bio.h"
 #include "whiteout/whiteout.h"
 #include "xattr/xattr.h"
 
@@ -54,7 +54,7 @@ static char *aufs_name(const char *name)
 static int exists_at(int dirfd, const char *name)
 {
 	struct stat st;
-	int ret = sfs_nx_stat(dirfd, name, &st);
+	int ret = sfs_do_stat(dirfd, name, &st);
 
 	if (ret == 0 || ret == -EXDEV)
 		return 1;
@@ -80,7 +80,7 @@ static int create_aufs(int dirfd, const char *name)
 
 	if (!wh)
 		return -errno;
-	fd = openat(dirfd, wh, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0);
+	fd = sfs_do_open(dirfd, wh, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0);
 	if (fd < 0)
 		ret = errno == EEXIST ? 0 : -errno;
 	else
@@ -103,12 +103,12 @@ static void temp_name(char buf[64], const char *what)
  * leaves it to the next mount, which empties the staging directory. */
 static void drop_staged_dir(int workfd, const char *tmp)
 {
-	int fd = openat(workfd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = sfs_do_open(workfd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
 
 	if (fd < 0)
 		return;
 	if (sfs_wh_clear_dir(fd) == 0)
-		unlinkat(workfd, tmp, AT_REMOVEDIR);
+		sfs_do_unlinkat(workfd, tmp, AT_REMOVEDIR);
 	close(fd);
 }
 
@@ -119,27 +119,27 @@ static int create_overlay(int dirfd, const char *name, int workfd)
 	int ret = 0;
 
 	temp_name(tmp, "wh");
-	if (mknodat(workfd, tmp, S_IFCHR | 0, makedev(0, 0)) < 0)
+	if (sfs_do_mknodat(workfd, tmp, S_IFCHR | 0, makedev(0, 0)) < 0)
 		return -errno;
-	ret = sfs_nx_stat(dirfd, name, &st);
+	ret = sfs_do_stat(dirfd, name, &st);
 	if (ret == -EXDEV) {
-		unlinkat(workfd, tmp, 0);
+		sfs_do_unlinkat(workfd, tmp, 0);
 		return ret; /* a mount point: nothing replaces it */
 	}
 	if (ret == 0 && S_ISDIR(st.st_mode)) {
 		/* rename cannot put a device over a directory: swap them,
 		 * then remove the directory (its whiteouts only now: they
 		 * hid lower entries until the swap) from the staging area. */
-		if (renameat2(workfd, tmp, dirfd, name, RENAME_EXCHANGE) == 0) {
+		if (sfs_do_renameat2(workfd, tmp, dirfd, name, RENAME_EXCHANGE) == 0) {
 			drop_staged_dir(workfd, tmp);
 			return 0;
 		}
 		ret = -errno;
 	} else {
-		ret = renameat(workfd, tmp, dirfd, name) < 0 ? -errno : 0;
+		ret = sfs_do_renameat2(workfd, tmp, dirfd, name, 0) < 0 ? -errno : 0;
 	}
 	if (ret < 0)
-		unlinkat(workfd, tmp, 0);
+		sfs_do_unlinkat(workfd, tmp, 0);
 	return ret;
 }
 
@@ -157,16 +157,16 @@ int sfs_wh_remove(int dirfd, const char *name)
 	char *wh;
 	int ret = 0;
 
-	if (sfs_nx_stat(dirfd, name, &st) == 0 &&
+	if (sfs_do_stat(dirfd, name, &st) == 0 &&
 	    sfs_wh_is_dev_whiteout(dirfd, name, &st)) {
-		if (unlinkat(dirfd, name, 0) < 0)
+		if (sfs_do_unlinkat(dirfd, name, 0) < 0)
 			return -errno;
 		ret = 1;
 	}
 	wh = aufs_name(name);
 	if (!wh)
 		return errno == ENAMETOOLONG ? ret : -ENOMEM;
-	if (unlinkat(dirfd, wh, 0) == 0)
+	if (sfs_do_unlinkat(dirfd, wh, 0) == 0)
 		ret = 1;
 	else if (errno != ENOENT)
 		ret = -errno;
@@ -179,7 +179,7 @@ int sfs_wh_find(int dirfd, const char *name)
 	struct stat st;
 	int has = 0, ret;
 
-	ret = sfs_nx_stat(dirfd, name, &st);
+	ret = sfs_do_stat(dirfd, name, &st);
 	if (ret == 0) {
 		if (sfs_wh_is_dev_whiteout(dirfd, name, &st))
 			has |= SFS_WH_HAS_DEV;
@@ -198,10 +198,10 @@ int sfs_wh_replace(int fromdir, const char *from, int dirfd, const char *name,
 	char *wh;
 
 	if (has & SFS_WH_HAS_DEV) {
-		if (renameat2(fromdir, from, dirfd, name, RENAME_EXCHANGE) < 0)
+		if (sfs_do_renameat2(fromdir, from, dirfd, name, RENAME_EXCHANGE) < 0)
 			return -errno;
-		unlinkat(fromdir, from, 0); /* else the next mount's cleanup */
-	} else if (renameat2(fromdir, from, dirfd, name, RENAME_NOREPLACE) < 0) {
+		sfs_do_unlinkat(fromdir, from, 0); /* else the next mount's cleanup */
+	} else if (sfs_do_renameat2(fromdir, from, dirfd, name, RENAME_NOREPLACE) < 0) {
 		return -errno;
 	}
 	if (!(has & SFS_WH_HAS_AUFS))
@@ -210,14 +210,14 @@ int sfs_wh_replace(int fromdir, const char *from, int dirfd, const char *name,
 	 * wins (and fsck removes it) */
 	wh = aufs_name(name);
 	if (wh)
-		unlinkat(dirfd, wh, 0);
+		sfs_do_unlinkat(dirfd, wh, 0);
 	free(wh);
 	return 0;
 }
 
 int sfs_wh_clear_dir(int dirfd)
 {
-	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = sfs_do_open(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
 	DIR *d = fd < 0 ? NULL : fdopendir(fd);
 	struct dirent *e;
 	struct stat st;
@@ -231,9 +231,9 @@ int sfs_wh_clear_dir(int dirfd)
 	}
 	while (ret == 0 && (e = readdir(d))) {
 		if (sfs_wh_reserved_name(e->d_name) ||
-		    (e->d_type == DT_CHR && sfs_nx_stat(fd, e->d_name, &st) == 0 &&
+		    (e->d_type == DT_CHR && sfs_do_stat(fd, e->d_name, &st) == 0 &&
 		     sfs_wh_is_dev_whiteout(fd, e->d_name, &st))) {
-			if (unlinkat(fd, e->d_name, 0) < 0 && errno != ENOENT)
+			if (sfs_do_unlinkat(fd, e->d_name, 0) < 0 && errno != ENOENT)
 				ret = -errno;
 		}
 	}

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/bio.h"
 #include "xattr/xattr.h"
 
 /* The (fd, name) pair the xattr calls take for an entry. */
@@ -121,17 +122,6 @@ int sfs_xattr_copy(const struct sfs_entry_ref *src, const struct sfs_entry_ref *
 	return ret;
 }
 
-/* chmod of the inode fd holds, O_PATH too: through its magic link, which
- * names exactly that inode (a symlink never gets here: it has no mode to
- * set). */
-static int chmod_fd(int fd, mode_t mode)
-{
-	char p[32];
-
-	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
-	return chmod(p, mode) < 0 ? -errno : 0;
-}
-
 int sfs_meta_copy(const struct sfs_entry_ref *src, const struct stat *st,
 		  const struct sfs_entry_ref *dst, bool times)
 {
@@ -140,13 +130,13 @@ int sfs_meta_copy(const struct sfs_entry_ref *src, const struct stat *st,
 	int ret = 0;
 
 	/* chown first: it clears set-ID bits and file capabilities */
-	if (fchownat(dst->fd, "", st->st_uid, st->st_gid, AT_EMPTY_PATH) < 0)
+	if (sfs_do_fchownat(dst->fd, "", st->st_uid, st->st_gid, AT_EMPTY_PATH) < 0)
 		return -errno;
 	ret = sfs_xattr_copy(src, dst, lnk);
 	/* the mode after the ACL, whose mask it must agree with */
 	if (ret == 0 && !lnk)
-		ret = chmod_fd(dst->fd, st->st_mode & 07777);
-	if (ret == 0 && times && utimensat(dst->fd, "", tv, AT_EMPTY_PATH) < 0)
+		ret = sfs_do_fchmod(dst->fd, st->st_mode & 07777);
+	if (ret == 0 && times && sfs_do_utimensat(dst->fd, "", tv, AT_EMPTY_PATH) < 0)
 		ret = -errno;
 	return ret;
 }

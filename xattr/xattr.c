@@ -13,7 +13,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "whiteout/beneath.h"
+#include "common/bio.h"
 #include "xattr/xattr.h"
 
 #ifndef SYS_setxattrat
@@ -45,10 +45,10 @@ static int entry_fd(int fd, const char *ent, int *efd)
 	*efd = -1;
 	if (!ent[0])
 		return 0;
-	*efd = sfs_nx_open(fd, ent, O_PATH);
+	*efd = sfs_do_open(fd, ent, O_PATH, 0);
 	if (*efd < 0)
 		return *efd;
-	if (fstatat(*efd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == 0 &&
+	if (sfs_do_fstat(*efd, &st) == 0 &&
 	    !S_ISLNK(st.st_mode))
 		return 0;
 	close(*efd);
@@ -150,27 +150,65 @@ static int remove_at(int fd, const char *ent, const char *name)
 		close(efd);                                                  \
 	return r
 
-ssize_t sfs_xattr_get(int fd, const char *ent, const char *name, void *value, size_t size)
+static ssize_t get_entry(int fd, const char *ent, const char *name, void *value, size_t size)
 {
 	ENTRY_CALL(ssize_t, get_at(efd, "", name, value, size),
 		   get_at(fd, ent, name, value, size));
 }
 
-int sfs_xattr_set(int fd, const char *ent, const char *name, const void *value,
-		  size_t size, int flags)
+static int set_entry(int fd, const char *ent, const char *name, const void *value,
+		     size_t size, int flags)
 {
 	ENTRY_CALL(int, set_at(efd, "", name, value, size, flags),
 		   set_at(fd, ent, name, value, size, flags));
 }
 
-ssize_t sfs_xattr_list(int fd, const char *ent, char *list, size_t size)
+static ssize_t list_entry(int fd, const char *ent, char *list, size_t size)
 {
 	ENTRY_CALL(ssize_t, list_at(efd, "", list, size), list_at(fd, ent, list, size));
 }
 
-int sfs_xattr_remove(int fd, const char *ent, const char *name)
+static int remove_entry(int fd, const char *ent, const char *name)
 {
 	ENTRY_CALL(int, remove_at(efd, "", name), remove_at(fd, ent, name));
+}
+
+/* Every call goes past the branch seam's trace and failure log
+ * (common/bio.h): no attribute, the filesystem keeping none, a buffer
+ * too small and a name already there or missing are answers, not
+ * failures. */
+static bool answer(long r)
+{
+	return r == -ENODATA || r == -ENOTSUP || r == -ERANGE || r == -EEXIST;
+}
+
+ssize_t sfs_xattr_get(int fd, const char *ent, const char *name, void *value, size_t size)
+{
+	long r = get_entry(fd, ent, name, value, size);
+
+	return sfs_do_note("getxattr", fd, ent, name, r, answer(r));
+}
+
+int sfs_xattr_set(int fd, const char *ent, const char *name, const void *value,
+		  size_t size, int flags)
+{
+	long r = set_entry(fd, ent, name, value, size, flags);
+
+	return (int)sfs_do_note("setxattr", fd, ent, name, r, r == -EEXIST || r == -ENODATA);
+}
+
+ssize_t sfs_xattr_list(int fd, const char *ent, char *list, size_t size)
+{
+	long r = list_entry(fd, ent, list, size);
+
+	return sfs_do_note("listxattr", fd, ent, NULL, r, answer(r));
+}
+
+int sfs_xattr_remove(int fd, const char *ent, const char *name)
+{
+	long r = remove_entry(fd, ent, name);
+
+	return (int)sfs_do_note("removexattr", fd, ent, name, r, answer(r));
 }
 
 bool sfs_xattr_is_private(const char *name)

@@ -1,5 +1,5 @@
 /* fuzz_branch_spec: fuzz target of the BRANCHES parser
- * (sfs_branch_spec_parse, stackfs/branch_spec.c), whose source is included
+ * (sfs_branch_spec_parse, union/branch_spec.c), whose source is included
  * here so that the target builds alone with any sanitizer. README.md in
  * this directory says how to run it.
  *
@@ -32,7 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stackfs/branch_spec.c"
+#include "union/branch_spec.c"
 #include "stackfs/escape.c"
 
 /* libFuzzer learns of a failed check by a crash */

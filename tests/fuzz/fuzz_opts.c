@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #include "stackfs/opts.c"
-#include "stackfs/branch_spec.c"
+#include "union/branch_spec.c"
 #include "stackfs/escape.c"
 
 /* libFuzzer learns of a failed check by a crash */

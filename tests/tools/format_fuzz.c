@@ -32,6 +32,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/bio.c"
 #include "whiteout/crc32c.c"
 #include "whiteout/metadir.c"
 #include "whiteout/metatrust.c"

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stackfs/branch.h"
+#include "union/branch_spec.h"
 #include "stackfs/escape.h"
 
 /* A message is one line even when a path holds a newline or an escape

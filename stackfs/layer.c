@@ -1,7 +1,7 @@
-/* The only code that turns a name into an fd inside a branch. Every walk
- * is one component beneath a directory fd of the branch, with openat2's
- * RESOLVE_BENEATH and no symlink following, so that nothing planted in a
- * branch can make the daemon reach outside it (DESIGN.md decision 2). */
+/* Layers seen from outside a request: the path of a layer inside its
+ * branch, an inode reopened by the file handle an origin record holds,
+ * and the open-files limit that bounds the fds the layers hold. Names
+ * are turned into fds by the branch seam alone (common/bio.c). */
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -15,65 +15,9 @@
 
 #include "stackfs/stackfs.h"
 
-int sfs_open_beneath(int dirfd, const char *name, int flags, mode_t mode)
-{
-	struct open_how how = {
-		.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW),
-		.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-			   RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
-	};
-	long fd;
-
-	/* A single component only: "..", "." and "/" never reach here from
-	 * the kernel, but refuse them rather than trust that. */
-	if (!name[0] || strchr(name, '/') || strcmp(name, "..") == 0)
-		return -EINVAL;
-	fd = syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
-	return fd < 0 ? -errno : (int)fd;
-}
-
-int sfs_path_fd(int dirfd, const char *name)
-{
-	return sfs_open_beneath(dirfd, name, O_PATH, 0);
-}
-
 void sfs_fd_path(int fd, char buf[static 32])
 {
 	snprintf(buf, 32, "/proc/self/fd/%d", fd);
-}
-
-/* The magic link names exactly the inode we hold, so following it cannot
- * leave the branch; O_NOFOLLOW would refuse the magic link itself. */
-int sfs_reopen(int pathfd, int flags)
-{
-	char p[32];
-	int fd;
-
-	sfs_fd_path(pathfd, p);
-	fd = open(p, (flags & ~(O_NOFOLLOW | O_CREAT | O_EXCL)) | O_CLOEXEC);
-	return fd < 0 ? -errno : fd;
-}
-
-/* AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH (ENOENT without: a user's
- * daemon); the magic link does not, where /proc is mounted. */
-int sfs_link_fd(int fd, int dirfd, const char *name)
-{
-	char p[32];
-
-	if (linkat(fd, "", dirfd, name, AT_EMPTY_PATH) == 0)
-		return 0;
-	if (errno != ENOENT)
-		return -errno;
-	sfs_fd_path(fd, p);
-	return linkat(AT_FDCWD, p, dirfd, name, AT_SYMLINK_FOLLOW) < 0 ? -errno : 0;
-}
-
-int sfs_fstat(int fd, struct stat *st)
-{
-	if (fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
-		return -errno;
-	return 0;
 }
 
 /* The daemon holds an O_PATH fd per layer of each cached inode, so the
@@ -111,15 +55,13 @@ int sfs_open_handle(int mount_fd, int type, const void *handle, unsigned bytes)
 {
 	struct file_handle *fh = malloc(sizeof(*fh) + bytes);
 	/* open_by_handle_at takes no O_PATH fd for the filesystem */
-	int mfd = sfs_reopen(mount_fd, O_RDONLY | O_DIRECTORY), fd = -ENOMEM;
+	int mfd = sfs_do_reopen(mount_fd, O_RDONLY | O_DIRECTORY), fd = -ENOMEM;
 
 	if (fh && mfd >= 0) {
 		fh->handle_bytes = bytes;
 		fh->handle_type = type;
 		memcpy(fh->f_handle, handle, bytes);
-		fd = open_by_handle_at(mfd, fh, O_PATH | O_CLOEXEC);
-		if (fd < 0)
-			fd = -errno;
+		fd = sfs_do_open_by_handle(mfd, fh, O_PATH | O_CLOEXEC);
 	} else if (mfd < 0) {
 		fd = mfd;
 	}

@@ -13,7 +13,8 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "stackfs/datacopy.h"
+#include "common/bio.h"
+#include "union/copy.h"
 
 /* Copies [off, end) by read and write, for filesystems that cannot
  * copy_file_range between them. */
@@ -28,7 +29,7 @@ static int copy_rw(int in, int out, off_t off, off_t end)
 		if (n <= 0)
 			return n < 0 ? -errno : 0; /* shrank: size set after */
 		while (w < n) {
-			ssize_t k = pwrite(out, buf + w, (size_t)(n - w), off + w);
+			ssize_t k = sfs_do_pwrite(out, buf + w, (size_t)(n - w), off + w);
 
 			if (k < 0)
 				return -errno;
@@ -45,7 +46,7 @@ static int copy_range(int in, int out, off_t off, off_t end, bool *no_cfr)
 {
 	while (off < end && !*no_cfr) {
 		off_t o_in = off, o_out = off;
-		ssize_t n = copy_file_range(in, &o_in, out, &o_out, (size_t)(end - off), 0);
+		ssize_t n = sfs_do_copy_range(in, &o_in, out, &o_out, (size_t)(end - off));
 
 		if (n < 0 && (errno == EXDEV || errno == ENOSYS ||
 			      errno == EOPNOTSUPP || errno == EINVAL))
@@ -85,8 +86,8 @@ static int copy_prealloc(int in, int out)
 			struct fiemap_extent *e = &fm->fm_extents[i];
 
 			if ((e->fe_flags & FIEMAP_EXTENT_UNWRITTEN) &&
-			    fallocate(out, FALLOC_FL_KEEP_SIZE, (off_t)e->fe_logical,
-				      (off_t)e->fe_length) < 0)
+			    sfs_do_fallocate(out, FALLOC_FL_KEEP_SIZE, (off_t)e->fe_logical,
+					     (off_t)e->fe_length) < 0)
 				ret = -errno;
 			start = e->fe_logical + e->fe_length;
 			last = e->fe_flags & FIEMAP_EXTENT_LAST;
@@ -103,7 +104,7 @@ int sfs_copy_data(int in, int out, off_t size)
 	int ret = 0;
 
 	/* a reflink shares the data but (XFS) not unwritten extents */
-	if (ioctl(out, FICLONE, in) == 0)
+	if (sfs_do_clone(out, in) == 0)
 		return copy_prealloc(in, out);
 	while (ret == 0 && pos < size) {
 		off_t data = lseek(in, pos, SEEK_DATA), hole;
@@ -119,8 +120,8 @@ int sfs_copy_data(int in, int out, off_t size)
 		ret = copy_range(in, out, data, hole, &no_cfr);
 		pos = hole;
 	}
-	if (ret == 0 && ftruncate(out, size) < 0)
-		ret = -errno;
+	if (ret == 0)
+		ret = sfs_do_truncate(out, size);
 	if (ret == 0)
 		ret = copy_prealloc(in, out);
 	return ret;

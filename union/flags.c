@@ -1,24 +1,31 @@
-/* The inode flags (chattr) of a copy-up; its data: datacopy.c. */
+/* The inode flags (chattr) a copy keeps: copy-up and commit. */
 #include <errno.h>
 #include <fcntl.h>
-#include <string.h>
-#include <linux/fiemap.h>
 #include <linux/fs.h>
-#include <stdlib.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "stackfs/stackfs.h"
+#include "common/bio.h"
+#include "union/copy.h"
 
 /* The flags chattr sets that mean something for a copy. Immutable and
  * append-only are copied too: dropping them would widen access. */
 #define COPIED_FLAGS (FS_SYNC_FL | FS_IMMUTABLE_FL | FS_APPEND_FL | FS_NODUMP_FL | \
 		      FS_NOATIME_FL | FS_DIRSYNC_FL | FS_TOPDIR_FL | FS_PROJINHERIT_FL)
 
-int sfs_copy_flags(int srcfd, int dstfd)
+/* An fd to ask for flags: reading must not change atime, which O_NOATIME
+ * gives only to the owner or a holder of CAP_FOWNER. */
+static int flags_fd(int fd, bool noatime)
 {
-	int in = sfs_reopen(srcfd, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_NOATIME);
-	int out = in < 0 ? -1 : sfs_reopen(dstfd, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+	int flags = O_RDONLY | O_NONBLOCK | O_NOCTTY;
+	int r = sfs_do_reopen(fd, flags | (noatime ? O_NOATIME : 0));
+
+	return r == -EPERM && noatime ? sfs_do_reopen(fd, flags) : r;
+}
+
+int sfs_copy_flags(int src, int dst)
+{
+	int in = flags_fd(src, true), out = in < 0 ? -1 : flags_fd(dst, false);
 	int flags = 0, own = 0, ret = in < 0 ? in : out < 0 ? out : 0;
 
 	if (ret == 0 && ioctl(in, FS_IOC_GETFLAGS, &flags) < 0)

@@ -1,0 +1,18 @@
+/* Making a copy of a file in a branch, shared by the daemon's copy-up and
+ * the command's commit: its data (datacopy.c), its inode flags
+ * (flags.c). Its owner, xattrs, ACLs, mode and times: xattr/copy.c. */
+#ifndef SFS_UNION_COPY_H
+#define SFS_UNION_COPY_H
+
+#include <sys/types.h>
+
+/* Copies size bytes of in to out (both open; out empty): a reflink, else
+ * the data extents, then the size, then the unwritten extents. 0/-errno. */
+int sfs_copy_data(int in, int out, off_t size);
+/* Gives the file or directory dst the inode flags (chattr) of src that
+ * mean something for a copy (immutable and append-only included:
+ * dropping them would widen access), keeping dst's own others. Any fds
+ * of the two (O_PATH too). 0 or -errno. */
+int sfs_copy_flags(int src, int dst);
+
+#endif
