@@ -10,7 +10,7 @@
 
 #include "cli/cli.h"
 #include "stackfs/runtime.h"
-#include "whiteout/changes.h"
+#include "union/changes.h"
 
 /* A malformed line (none from a daemon of this version) is left out with
  * a warning, and the JSON array stays valid. */

@@ -39,7 +39,7 @@
 #include "union/copy.h"
 #include "stackfs/runtime.h"
 #include "common/bio.h"
-#include "whiteout/changes.h"
+#include "union/changes.h"
 #include "whiteout/journal.h"
 #include "whiteout/metadir.h"
 #include "whiteout/ondisk.h"

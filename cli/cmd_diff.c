@@ -18,7 +18,7 @@
 #include "cli/progress.h"
 #include "stackfs/branch.h"
 #include "stackfs/runtime.h"
-#include "whiteout/changes.h"
+#include "union/changes.h"
 #include "whiteout/metadir.h"
 
 #define PROGRESS_DELAY_NS 500000000LL   /* a tree that takes longer is big */

@@ -89,9 +89,5 @@ struct sfs_snap *sfs_snap_get(struct sfs_snap *s);
 void sfs_snap_put(struct sfs_snap *s);
 void sfs_branch_put(struct sfs_branch *b);
 
-/* Name of the per-branch metadata directory at each branch root; hidden
- * from the view and reserved. */
-#define SFS_META_NAME ".stackfs"
-#define SFS_WORK_NAME "work"
 
 #endif

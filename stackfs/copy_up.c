@@ -15,6 +15,7 @@
 #include <linux/limits.h>
 
 #include "stackfs/stackfs.h"
+#include "whiteout/metadir.h"
 #include "xattr/xattr.h"
 
 /* Creating upper directories happens once per directory and branch:
@@ -215,7 +216,7 @@ static int rename_dir(int workfd, const struct staged *s, int parentfd, const ch
 	sfs_temp_name(back, "stale");
 	sfs_do_renameat2(parentfd, name, workfd, back, RENAME_NOREPLACE);
 	sfs_log(SFS_LOG_ERR, "copy-up: the staged directory was replaced in %s/%s before it "
-		"was placed: not placed", SFS_META_NAME, "work");
+		"was placed: not placed", SFS_METADIR_NAME, SFS_META_WORK);
 	return -ESTALE;
 }
 

@@ -1,6 +1,7 @@
-/* Namespace operations: lookup, forget, mkdir, mknod, symlink, link,
- * unlink, rmdir and rename. New entries go into the highest rw branch;
- * removing a name that branches below still hold leaves a whiteout. */
+/* Namespace operations: mkdir, mknod, symlink, link, unlink and rmdir
+ * (rename: rename.c; lookup and forget: lookup.c). New entries go into
+ * the highest rw branch; removing a name that branches below still hold
+ * leaves a whiteout. */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -13,33 +14,6 @@
 #include "common/bio.h"
 #include "stackfs/ops.h"
 #include "xattr/xattr.h"
-
-void sfs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-	struct fuse_entry_param e;
-	int ret = sfs_lookup_entry(sfs_node_of(parent), name, &e);
-
-	if (ret == -ENOENT) /* a negative entry the kernel may cache */
-		fuse_reply_entry(req, &e);
-	else if (ret < 0)
-		sfs_reply_err(req, -ret);
-	else if (fuse_reply_entry(req, &e) == -ENOENT)
-		sfs_node_forget(sfs_node_of(e.ino), 1);
-}
-
-void sfs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
-{
-	sfs_node_forget(sfs_node_of(ino), nlookup);
-	fuse_reply_none(req);
-}
-
-void sfs_op_forget_multi(fuse_req_t req, size_t count,
-			 struct fuse_forget_data *forgets)
-{
-	for (size_t i = 0; i < count; i++)
-		sfs_node_forget(sfs_node_of(forgets[i].ino), forgets[i].nlookup);
-	fuse_reply_none(req);
-}
 
 /* The kernel sends modes unmasked (POSIX ACLs are on) and the caller's
  * umask beside them: the branch applies it, unless the parent has a

@@ -22,11 +22,6 @@ static int index_dir(const struct sfs_snap *s)
 	return s->b[s->top_rw]->meta->index_fd;
 }
 
-void sfs_index_name(char buf[32], uint32_t fs_id, uint64_t ino)
-{
-	snprintf(buf, 32, "%08x-%016llx", fs_id, (unsigned long long)ino);
-}
-
 static uint32_t fs_id_of_dev(const struct sfs_snap *s, uint64_t dev)
 {
 	for (unsigned i = 0; i < s->n; i++)
@@ -38,7 +33,7 @@ static uint32_t fs_id_of_dev(const struct sfs_snap *s, uint64_t dev)
 int sfs_index_open(const struct sfs_snap *s, uint64_t dev, uint64_t ino)
 {
 	int dfd = index_dir(s);
-	char name[32];
+	char name[SFS_INDEX_NAME_MAX];
 
 	if (dfd < 0)
 		return -ENOENT;
@@ -93,7 +88,7 @@ int sfs_index_link(const struct sfs_snap *s, int lower_fd, const struct stat *ls
 		   int copy_fd)
 {
 	int dfd = index_dir(s), fd, ret;
-	char name[32];
+	char name[SFS_INDEX_NAME_MAX];
 
 	if (dfd < 0)
 		return 0; /* no index: the link breaks at copy-up */

@@ -1,100 +1,79 @@
-/* Lookup across branches. The rules, in branch order from the highest:
- *  - a whiteout of the name (either format) ends the search: ENOENT;
- *  - the first entry found wins; a non-directory stands alone;
- *  - a directory merges with the directories of the same name below it,
- *    until one is opaque or a non-directory is met (which stays hidden).
- * Whiteouts are only looked for where there are branches below to hide. */
+/* Lookup in the daemon: the union's rules (union/resolve.c) run on a
+ * node's stack, then what only the daemon decides: a copied-up entry's
+ * identity (its origin's), the hard-link index, the link count shown. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "stackfs/stackfs.h"
+#include "stackfs/ops.h"
+#include "union/resolve.h"
 
 bool sfs_name_reserved(const struct sfs_node *parent, const char *name)
 {
-	if (sfs_wh_reserved_name(name))
-		return true;
-	return parent == sfs_node_root() && strcmp(name, SFS_META_NAME) == 0;
+	return sfs_u_reserved(name, parent == sfs_node_root());
 }
 
-/* State of one resolution, filled layer by layer. */
+/* State of one resolution: what the rules found, and the daemon's. */
 struct resolve {
-	struct sfs_layer found[64];
-	unsigned n;
-	struct stat top, id;
-	char *redirect;           /* the lower layers are elsewhere */
-	const struct sfs_snap *snap;
+	struct sfs_uentry e;
+	struct stat id;
 	uint32_t nlink;           /* the link count to show, or 0 */
 	bool indexed;
-	bool dir_origin;          /* the top directory is a copy-up */
 };
 
-static void resolve_drop(struct resolve *r)
+/* The rules' view of a snapshot: the roots below a branch (for an
+ * absolute redirect), and a mount point met, logged. */
+static int roots_below(void *arg, unsigned b, struct sfs_ulayer *out, unsigned max)
 {
-	for (unsigned i = 0; i < r->n; i++)
-		close(r->found[i].fd);
-	r->n = 0;
+	const struct sfs_snap *s = arg;
+	unsigned k = 0;
+
+	for (unsigned i = b + 1; i < s->n && k < max; i++) {
+		out[k].fd = fcntl(s->b[i]->root_fd, F_DUPFD_CLOEXEC, 0);
+		if (out[k].fd < 0) {
+			while (k > 0)
+				close(out[--k].fd);
+			return -errno;
+		}
+		out[k].b = i;
+		out[k++].path = NULL;
+	}
+	return (int)k;
 }
 
-/* A directory with layers below: opaque stops, a redirect sends the
- * search elsewhere. 1 to go on below, 0 to stop, or -errno. */
-static int resolve_marks(struct resolve *r, int fd)
+/* A mount point inside the branch is never entered (NOTES.md). */
+static int met(void *arg, const struct sfs_ulayer *dl, int fd, const struct stat *st,
+	       const char *name, int err)
 {
-	struct sfs_dirmark m;
-	int ret = sfs_dirmark_read(fd, &m);
+	const struct sfs_layer l = { dl->fd, dl->b };
 
-	if (ret < 0)
-		return ret;
-	if (r->n == 1)
-		r->dir_origin = m.has_origin;
-	if (m.opaque) {
-		sfs_dirmark_free(&m);
-		return 0;
-	}
-	r->redirect = m.redirect;
-	return r->redirect ? 0 : 1;
+	if (fd < 0 && err == -EXDEV)
+		sfs_log_mountpoint(arg, &l, name);
+	return 0;
 }
 
-/* Looks at one layer. Returns 1 to go on to the layer below, 0 to stop,
- * or -errno. */
-static int resolve_layer(struct resolve *r, const struct sfs_layer *dl,
-			 const char *name, bool below)
+/* The rules' view of dst's snapshot and dst's layers. */
+static unsigned view_of(const struct sfs_stack *dst, struct sfs_uview *v,
+			struct sfs_ulayer dir[SFS_U_MAX_LAYERS])
 {
-	struct stat st;
-	int fd = sfs_do_open(dl->fd, name, O_PATH, 0), ret;
+	unsigned n = dst->n < SFS_U_MAX_LAYERS ? dst->n : SFS_U_MAX_LAYERS;
 
-	if (fd == -ENOENT || fd == -ENOTDIR) {
-		if (!below)
-			return 0;
-		ret = sfs_wh_has_aufs(dl->fd, name);
-		return ret < 0 ? ret : !ret;
-	}
-	/* a mount point inside the branch is never entered (NOTES.md) */
-	if (fd == -EXDEV)
-		sfs_log_mountpoint(r->snap, dl, name);
-	if (fd < 0)
-		return fd;
-	ret = sfs_do_fstat(fd, &st);
-	if (ret < 0 || sfs_wh_is_dev_whiteout(fd, "", &st) ||
-	    (r->n > 0 && !S_ISDIR(st.st_mode)) ||
-	    r->n == sizeof(r->found) / sizeof(r->found[0])) {
-		close(fd);
-		return ret < 0 ? ret : 0;
-	}
-	if (r->n == 0)
-		r->top = r->id = st;
-	r->found[r->n].fd = fd;
-	r->found[r->n].bidx = dl->bidx;
-	r->n++;
-	/* A directory of a branch with branches below it may have been
-	 * renamed there with its lower layers elsewhere (a redirect), even
-	 * where its parent has no layers below. */
-	if (!S_ISDIR(st.st_mode) || dl->bidx + 1 >= r->snap->n)
-		return 0;
-	ret = resolve_marks(r, fd);
-	return below ? ret : ret < 0 ? ret : 0;
+	*v = (struct sfs_uview){ dst->snap->n, 0, roots_below, met, dst->snap };
+	for (unsigned i = 0; i < n; i++)
+		dir[i] = (struct sfs_ulayer){ dst->l[i].fd, dst->l[i].bidx, NULL };
+	return n;
+}
+
+/* The rules' resolution of name in the layers of dst. */
+static int rules(const struct sfs_stack *dst, const char *name, struct sfs_uentry *e)
+{
+	struct sfs_ulayer dir[SFS_U_MAX_LAYERS];
+	struct sfs_uview v;
+	unsigned n = view_of(dst, &v, dir);
+
+	return sfs_u_resolve(&v, dir, n, NULL, name, e);
 }
 
 /* A copy with several links that is in the index: its count of names
@@ -107,7 +86,7 @@ static void resolve_linked_copy(struct resolve *r, const struct sfs_snap *s,
 
 	if (fd < 0)
 		return;
-	if (sfs_do_fstat(fd, &st) == 0 && st.st_ino == r->top.st_ino)
+	if (sfs_do_fstat(fd, &st) == 0 && st.st_ino == r->e.top.st_ino)
 		r->nlink = sfs_origin_nlink(s, dirfd, name);
 	close(fd);
 }
@@ -123,7 +102,7 @@ static void resolve_stale_copy(struct resolve *r, const struct sfs_snap *s,
 
 	if (fd < 0)
 		return;
-	if (sfs_do_fstat(fd, &st) == 0 && st.st_ino == r->top.st_ino && st.st_dev == r->top.st_dev)
+	if (sfs_do_fstat(fd, &st) == 0 && st.st_ino == r->e.top.st_ino && st.st_dev == r->e.top.st_dev)
 		r->nlink = 1;   /* shown: the copy's links but the index one */
 	close(fd);
 }
@@ -139,20 +118,20 @@ static int resolve_origin(struct resolve *r, const struct sfs_stack *dst,
 	uint64_t dev, ino;
 	int ret;
 
-	if ((S_ISDIR(r->top.st_mode) ? !r->dir_origin : r->n != 1) ||
-	    r->found[0].bidx + 1 >= dst->snap->n ||
-	    dst->snap->b[r->found[0].bidx]->mode != SFS_BRANCH_RW)
+	if ((S_ISDIR(r->e.top.st_mode) ? !r->e.has_origin : r->e.n != 1) ||
+	    r->e.l[0].b + 1 >= dst->snap->n ||
+	    dst->snap->b[r->e.l[0].b]->mode != SFS_BRANCH_RW)
 		return 0;
-	pl = sfs_stack_in(dst, dst->snap->b[r->found[0].bidx]);
+	pl = sfs_stack_in(dst, dst->snap->b[r->e.l[0].b]);
 	if (!pl)
 		return 0;
 	ret = sfs_origin_identity(dst->snap, pl->fd, name, &dev, &ino);
 	if (ret > 0) {
 		r->id.st_dev = (dev_t)dev;
 		r->id.st_ino = (ino_t)ino;
-		if (S_ISREG(r->top.st_mode) && r->top.st_nlink > 1)
+		if (S_ISREG(r->e.top.st_mode) && r->e.top.st_nlink > 1)
 			resolve_linked_copy(r, dst->snap, pl->fd, name);
-	} else if (ret == -ESTALE && S_ISREG(r->top.st_mode) && r->top.st_nlink > 1) {
+	} else if (ret == -ESTALE && S_ISREG(r->e.top.st_mode) && r->e.top.st_nlink > 1) {
 		resolve_stale_copy(r, dst->snap, dev, ino);
 	}
 	return 0;
@@ -163,129 +142,56 @@ static int resolve_origin(struct resolve *r, const struct sfs_stack *dst,
 static int resolve_index(struct resolve *r, const struct sfs_stack *dst)
 {
 	const struct sfs_snap *s = dst->snap;
-	uint32_t lower = (uint32_t)r->top.st_nlink;
+	uint32_t lower = (uint32_t)r->e.top.st_nlink;
 	struct stat st;
 	int fd;
 
-	if (r->n != 1 || !S_ISREG(r->top.st_mode) || r->top.st_nlink < 2 ||
-	    s->top_rw < 0 || (int)r->found[0].bidx <= s->top_rw)
+	if (r->e.n != 1 || !S_ISREG(r->e.top.st_mode) || r->e.top.st_nlink < 2 ||
+	    s->top_rw < 0 || (int)r->e.l[0].b <= s->top_rw)
 		return 0;
-	fd = sfs_index_open_of(s, r->found[0].fd, &r->top);
+	fd = sfs_index_open_of(s, r->e.l[0].fd, &r->e.top);
 	if (fd < 0)
 		return fd == -ENOENT ? 0 : fd;
 	if (sfs_do_fstat(fd, &st) < 0) {
 		close(fd);
 		return 0;
 	}
-	close(r->found[0].fd);
-	r->found[0].fd = fd;
-	r->top = st;
+	close(r->e.l[0].fd);
+	r->e.l[0].fd = fd;
+	r->e.top = st;
 	r->nlink = lower;
 	r->indexed = true;
 	return 0;
 }
 
-/* The stack of every branch root below branch bidx. */
-static struct sfs_stack *roots_below(struct sfs_snap *s, unsigned bidx)
-{
-	struct sfs_stack *st = sfs_stack_new(s, s->n - bidx - 1);
-
-	for (unsigned i = 0; st && i < st->n; i++) {
-		st->l[i].bidx = bidx + 1 + i;
-		st->l[i].fd = fcntl(s->b[bidx + 1 + i]->root_fd, F_DUPFD_CLOEXEC, 0);
-		if (st->l[i].fd < 0) {
-			sfs_stack_put(st);
-			return NULL;
-		}
-	}
-	return st;
-}
-
-/* Adds the directory layers found at an absolute redirect path in the
- * branches below branch bidx: a lookup of the path in a union of those
- * branches (whose own whiteouts, opaque directories and redirects count).
- * The identity stays the redirected directory's (its origin's, or its
- * own when it has none, as an upper directory made outside the union):
- * taking the lower one's changed it at the rename, so the kernel's node
- * was no longer found (EXDEV at the next rename) and st_ino changed. */
-static int resolve_abs(struct resolve *r, struct sfs_snap *s, unsigned bidx,
-		       const char *path)
-{
-	struct sfs_stack *st = roots_below(s, bidx), *next;
-	char *copy = strdup(path), *save = NULL, *c;
-	struct stat top, id;
-	int ret = st && copy ? 0 : -ENOMEM;
-
-	for (c = strtok_r(copy, "/", &save); ret == 0 && c; c = strtok_r(NULL, "/", &save)) {
-		ret = sfs_resolve(st, c, &next, &top, &id);
-		if (ret == 0) {
-			sfs_stack_put(st);
-			st = next;
-			ret = S_ISDIR(top.st_mode) ? 0 : -ENOENT;
-		}
-	}
-	for (unsigned i = 0; ret == 0 && i < st->n && r->n < 64; i++) {
-		r->found[r->n].bidx = st->l[i].bidx;
-		r->found[r->n].fd = fcntl(st->l[i].fd, F_DUPFD_CLOEXEC, 0);
-		if (r->found[r->n].fd < 0)
-			ret = -errno;
-		else
-			r->n++;
-	}
-	if (st)
-		sfs_stack_put(st);
-	free(copy);
-	return ret == -ENOENT ? 0 : ret;
-}
-
-/* Follows a redirect met at layer i: an absolute one from the roots of
- * the branches below, a relative one (a name) in the parent's layers. */
-static int resolve_redirect(struct resolve *r, const struct sfs_stack *dst,
-			    unsigned i)
-{
-	char *to = r->redirect;
-	int ret = 1;
-
-	r->redirect = NULL;
-	if (to[0] == '/')
-		ret = resolve_abs(r, dst->snap, dst->l[i].bidx, to);
-	else if (!strchr(to, '/'))
-		for (unsigned j = i + 1; j < dst->n && ret > 0; j++)
-			ret = resolve_layer(r, &dst->l[j], to, j + 1 < dst->n);
-	free(to);
-	return ret < 0 ? ret : 0;
-}
-
 int sfs_resolve(const struct sfs_stack *dst, const char *name,
 		struct sfs_stack **out, struct stat *top, struct stat *idst)
 {
-	struct resolve r = { .n = 0, .snap = dst->snap };
+	struct resolve r = { .nlink = 0 };
 	struct sfs_stack *st;
-	unsigned i;
-	int ret = 1;
+	int ret = rules(dst, name, &r.e);
 
-	for (i = 0; i < dst->n && ret > 0; i++)
-		ret = resolve_layer(&r, &dst->l[i], name, i + 1 < dst->n);
-	if (ret >= 0 && r.redirect)
-		ret = resolve_redirect(&r, dst, i - 1);
-	if (ret >= 0)
+	r.id = r.e.top;
+	if (ret == 0 && r.e.n)
 		ret = resolve_origin(&r, dst, name);
-	if (ret >= 0)
+	if (ret == 0 && r.e.n)
 		ret = resolve_index(&r, dst);
-	free(r.redirect);
-	if (ret < 0 || r.n == 0) {
-		resolve_drop(&r);
+	if (ret < 0 || r.e.n == 0) {
+		sfs_uentry_drop(&r.e);
 		return ret < 0 ? ret : -ENOENT;
 	}
-	st = sfs_stack_new(dst->snap, r.n);
+	st = sfs_stack_new(dst->snap, r.e.n);
 	if (!st) {
-		resolve_drop(&r);
+		sfs_uentry_drop(&r.e);
 		return -ENOMEM;
 	}
-	memcpy(st->l, r.found, r.n * sizeof(r.found[0]));
+	for (unsigned i = 0; i < r.e.n; i++)
+		st->l[i] = (struct sfs_layer){ r.e.l[i].fd, r.e.l[i].b };
+	r.e.n = 0; /* the fds are the stack's now */
+	sfs_uentry_drop(&r.e);
 	st->nlink = r.nlink;
 	st->indexed = r.indexed;
-	*top = r.top;
+	*top = r.e.top;
 	*idst = r.id;
 	*out = st;
 	return 0;
@@ -327,18 +233,39 @@ int sfs_lookup_entry(struct sfs_node *parent, const char *name,
 int sfs_resolve_below(const struct sfs_stack *dst, const struct sfs_branch *b,
 		      const char *name)
 {
-	struct resolve r = { .n = 0, .snap = dst->snap };
-	int pos = sfs_snap_pos(dst->snap, b), ret = 1;
-	unsigned i = 0;
+	struct sfs_ulayer dir[SFS_U_MAX_LAYERS];
+	int pos = sfs_snap_pos(dst->snap, b);
+	struct sfs_uview v;
+	unsigned n = view_of(dst, &v, dir);
 
 	if (pos < 0)
 		return -ESTALE; /* b is not a branch of dst's snapshot */
-	while (i < dst->n && dst->l[i].bidx <= (unsigned)pos)
-		i++;
-	for (; i < dst->n && ret > 0; i++)
-		ret = resolve_layer(&r, &dst->l[i], name, i + 1 < dst->n);
-	free(r.redirect);
-	ret = ret < 0 ? ret : r.n > 0;
-	resolve_drop(&r);
-	return ret;
+	return sfs_u_shown_below(&v, dir, n, (unsigned)pos, name);
+}
+
+void sfs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fuse_entry_param e;
+	int ret = sfs_lookup_entry(sfs_node_of(parent), name, &e);
+
+	if (ret == -ENOENT) /* a negative entry the kernel may cache */
+		fuse_reply_entry(req, &e);
+	else if (ret < 0)
+		sfs_reply_err(req, -ret);
+	else if (fuse_reply_entry(req, &e) == -ENOENT)
+		sfs_node_forget(sfs_node_of(e.ino), 1);
+}
+
+void sfs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	sfs_node_forget(sfs_node_of(ino), nlookup);
+	fuse_reply_none(req);
+}
+
+void sfs_op_forget_multi(fuse_req_t req, size_t count,
+			 struct fuse_forget_data *forgets)
+{
+	for (size_t i = 0; i < count; i++)
+		sfs_node_forget(sfs_node_of(forgets[i].ino), forgets[i].nlookup);
+	fuse_reply_none(req);
 }

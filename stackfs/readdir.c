@@ -17,6 +17,7 @@
 #include "stackfs/nameset.h"
 #include "common/bio.h"
 #include "stackfs/ops.h"
+#include "union/resolve.h"
 
 struct sfs_dir {
 	pthread_mutex_t lock;     /* one reader of a stream at a time */
@@ -63,23 +64,6 @@ static int list_add(struct sfs_dirlist *l, const char *name, ino_t ino,
 	return 0;
 }
 
-/* 1 when the entry is an overlayfs whiteout (an unmarked 0:0 character
- * device). */
-static int is_chr_whiteout(int dirfd, const char *name, unsigned char type)
-{
-	struct stat st;
-	int ret;
-
-	if (type != DT_CHR && type != DT_UNKNOWN)
-		return 0;
-	ret = sfs_do_stat(dirfd, name, &st);
-	if (ret == -EXDEV)
-		return 0; /* a mount point: listed, its lookup refused */
-	if (ret < 0)
-		return ret == -ENOENT ? 1 : ret; /* gone: nothing to show */
-	return sfs_wh_is_dev_whiteout(dirfd, name, &st);
-}
-
 /* The inode number the view shows for an entry of a rw branch with
  * branches below: a copy-up shows its origin's, as stat does. */
 static uint64_t entry_ino(const struct merge *m, int dirfd, unsigned bidx,
@@ -93,41 +77,27 @@ static uint64_t entry_ino(const struct merge *m, int dirfd, unsigned bidx,
 	return sfs_ino_of(m->snap, dev, real_ino);
 }
 
-static int merge_entry(struct merge *m, int dirfd, unsigned bidx,
+/* One name of a layer (the union's listing rule: union/listing.c): a
+ * whiteout hides the name in the layers below (in a single layer it
+ * hides nothing, but is not shown either); an entry shows unless a
+ * layer above hid or showed it already. */
+static int merge_entry(struct merge *m, int dirfd, unsigned bidx, bool is_root,
 		       const char *name, ino_t real_ino, unsigned char type)
 {
-	uint64_t ino;
-	size_t idx;
+	const char *hides;
+	int kind = sfs_u_dirent(dirfd, name, type, is_root, &hides);
 	int ret;
 
-	if (m->single)
-		return list_add(m->out, name, entry_ino(m, dirfd, bidx, name, real_ino), type);
-	if (sfs_wh_reserved_name(name)) {
-		if (strncmp(name, ".wh..wh.", 8) == 0)
-			return 0; /* aufs' own bookkeeping, opaque marker */
-		return sfs_nameset_put(&m->pending, name + SFS_WH_PREFIX_LEN, 0);
-	}
-	ret = is_chr_whiteout(dirfd, name, type);
-	if (ret != 0)
-		return ret < 0 ? ret : sfs_nameset_put(&m->pending, name, 0);
-	if (sfs_nameset_get(&m->hidden, name) != (size_t)-1)
+	if (kind < 0 || kind == SFS_U_SKIP)
+		return kind < 0 ? kind : 0;
+	if (kind == SFS_U_WHITEOUT)
+		return m->single ? 0 : sfs_nameset_put(&m->pending, hides, 0);
+	if (!m->single && (sfs_nameset_get(&m->hidden, name) != (size_t)-1 ||
+			   sfs_nameset_get(&m->seen, name) != (size_t)-1))
 		return 0;
-	idx = sfs_nameset_get(&m->seen, name);
-	if (idx != (size_t)-1)
-		return 0;
-	ino = entry_ino(m, dirfd, bidx, name, real_ino);
-	ret = sfs_nameset_put(&m->seen, name, m->out->n);
-	return ret < 0 ? ret : list_add(m->out, name, ino, type);
-}
-
-static bool skip_name(const char *name, bool is_root, bool single)
-{
-	if (name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2])))
-		return true;
-	if (is_root && strcmp(name, SFS_META_NAME) == 0)
-		return true;
-	/* in a single layer whiteouts hide nothing, but still are not shown */
-	return single && sfs_wh_reserved_name(name);
+	ret = m->single ? 0 : sfs_nameset_put(&m->seen, name, m->out->n);
+	return ret < 0 ? ret : list_add(m->out, name, entry_ino(m, dirfd, bidx, name, real_ino),
+					type);
 }
 
 static int read_layer(struct merge *m, const struct sfs_layer *l, bool is_root)
@@ -144,12 +114,7 @@ static int read_layer(struct merge *m, const struct sfs_layer *l, bool is_root)
 			struct dirent64 *d = (struct dirent64 *)(buf + pos);
 
 			pos += d->d_reclen;
-			if (skip_name(d->d_name, is_root, m->single))
-				continue;
-			if (m->single && d->d_type == DT_CHR &&
-			    is_chr_whiteout(fd, d->d_name, d->d_type) == 1)
-				continue;
-			ret = merge_entry(m, fd, l->bidx, d->d_name, d->d_ino, d->d_type);
+			ret = merge_entry(m, fd, l->bidx, is_root, d->d_name, d->d_ino, d->d_type);
 		}
 	}
 	if (ret == 0 && nread < 0)

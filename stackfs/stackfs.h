@@ -246,8 +246,7 @@ bool sfs_origin_alive(const struct sfs_snap *snap, const struct sfs_origin *o);
 int sfs_node_getattr(struct sfs_node *n, struct stat *out);
 extern double sfs_timeout;
 
-/* ---- index.c: the hard-link index -------------------------------------- */
-void sfs_index_name(char buf[32], uint32_t fs_id, uint64_t ino);
+/* ---- index.c: the hard-link index (its names: whiteout/index.c) ------- */
 /* O_PATH fd of the index entry of a lower inode, or -ENOENT. */
 int sfs_index_open(const struct sfs_snap *s, uint64_t dev, uint64_t ino);
 /* The same for the lower entry lower_fd (stat lst), only when the entry
@@ -394,7 +393,7 @@ void sfs_log_mountpoint(const struct sfs_snap *s, const struct sfs_layer *dl,
 #define SFS_LOG_INFO 6
 #define SFS_LOG_DEBUG 7
 
-/* ---- main.c: the mount's global state -------------------------------- */
+/* ---- mount.c: the state every part shares ---------------------------- */
 struct sfs_mount {
 	struct sfs_opts opts;
 	struct fuse_session *se;          /* for notifications to the kernel */
@@ -435,6 +434,8 @@ void sfs_readahead_want(struct fuse_conn_info *conn, unsigned kib);
 /* Starts the control server of the mount (its thread), after publishing. */
 int sfs_control_start(void);
 void sfs_control_stop(void);
+
+/* ---- branch_change.c: a live branch change ---------------------------- */
 /* Applies a branch change to the live mount: the new snapshot, the root,
  * and the kernel told to drop what it cached. 0 or -errno + message. */
 int sfs_branches_change(const struct sfs_change *c, bool force, char *err, size_t errlen);

@@ -136,6 +136,14 @@ void sfs_distrust_str(const struct sfs_distrust *d, char *buf, size_t len);
 /* The mount's one-line refusal: what, why it matters, what to do. */
 void sfs_distrust_explain(const struct sfs_distrust *d, char *err, size_t errlen);
 
+/* ---- index.c: names of the hard-link index's entries ----------------- */
+
+#define SFS_INDEX_NAME_MAX 32
+/* "FFFFFFFF-IIIIIIIIIIIIIIII": filesystem id and lower inode number. */
+void sfs_index_name(char buf[SFS_INDEX_NAME_MAX], uint32_t fs_id, uint64_t ino);
+/* Whether s has that form. */
+bool sfs_index_name_ok(const char *s);
+
 /* Rebuilds the untrusted .stackfs of root_fd as one of the daemon's
  * user's (whiteout/metarebuild.c): records copied for the checks that
  * follow, index entries with an origin record linked, the old directory

@@ -1,7 +1,6 @@
-/* What a rw branch changes relative to the branches below it: a model of
- * the union built from the branch directories alone (no mount), with the
- * lookup rules of the daemon (stackfs/lookup.c), and the walk that lists
- * the changes like `docker diff`: A added, C changed, D deleted.
+/* The union of plain branch directories, without a mount (model.c): the
+ * model diff and commit work on, with the union's rules (resolve.h, the
+ * daemon's too).
  *
  * The model: branches b[0..n), highest first; b[0] is the rw branch whose
  * changes are wanted, b[1..n) the branches below it. A *stack* is what a
@@ -12,8 +11,8 @@
  *
  * Every function returns 0 or -errno. Names are single components; no
  * symlink is ever followed. See NOTES.md "diff and commit". */
-#ifndef SFS_CHANGES_H
-#define SFS_CHANGES_H
+#ifndef SFS_UNION_MODEL_H
+#define SFS_UNION_MODEL_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -108,10 +107,6 @@ bool sfs_ch_same_layers(const struct sfs_ch_stack *a, const struct sfs_ch_stack 
 			unsigned from);
 void sfs_ch_stack_free(struct sfs_ch_stack *st);
 
-/* 1 when a directory's own attributes differ between the two entries
- * (type, mode, owner, xattrs other than the union's private ones; not
- * times), 0 when equal, or -errno. */
-int sfs_ch_dir_meta_differs(int fd_a, int fd_b);
 
 /* The branches listed below the branch root_fd in its metadata dir's
  * `lowers` (the branch list of its last mount), highest first, found by
@@ -120,39 +115,6 @@ int sfs_ch_dir_meta_differs(int fd_a, int fd_b);
  * -ENOENT when there is no `lowers`, -ESRCH when the branch is not in
  * it, or another -errno, each with a message. */
 int sfs_ch_lowers_below(int root_fd, char ***paths, size_t *n, char *err, size_t errlen);
-
-/* ---------------------------------------------------------------- diff */
-
-enum sfs_change_kind { SFS_CH_ADDED = 'A', SFS_CH_CHANGED = 'C', SFS_CH_DELETED = 'D' };
-
-struct sfs_ch_change {
-	char *path;                    /* in the view, "/" for the root */
-	char kind;                     /* enum sfs_change_kind */
-	char *from;                    /* a moved directory: its old path, else NULL */
-	unsigned char type;            /* DT_* of the entry (of the lower one for D) */
-};
-
-struct sfs_changes {
-	struct sfs_ch_change *v;
-	size_t n, cap;
-	uint64_t visited;              /* entries looked at */
-	unsigned added, changed, deleted;
-};
-
-struct sfs_changes_opts {
-	/* called for each entry looked at, and once per problem met (an
-	 * entry that could not be read: the walk goes on, the result is
-	 * then -EIO after everything else was listed). Both may be NULL. */
-	void (*progress)(void *arg, uint64_t visited, const char *path);
-	void (*problem)(void *arg, const char *path, int err);
-	void *arg;
-};
-
-/* Lists what b[0] changes relative to b[1..n), sorted by path (bytes).
- * See NOTES.md for what counts as a change. */
-int sfs_changes_list(struct sfs_ch_union *u, const struct sfs_changes_opts *o,
-		     struct sfs_changes *out);
-void sfs_changes_free(struct sfs_changes *c);
 
 /* Joins a view path and a name: "/" + name under the root. malloc'd. */
 char *sfs_ch_join(const char *dir, const char *name);

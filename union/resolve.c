@@ -1,0 +1,263 @@
+/* How a name resolves through the branches of a union (resolve.h): the
+ * one place the rules are written, for the daemon, diff, commit and fsck. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/bio.h"
+#include "union/resolve.h"
+#include "whiteout/metadir.h"
+#include "whiteout/whiteout.h"
+
+/* One resolution in progress. */
+struct res {
+	const struct sfs_uview *v;
+	struct sfs_uentry *e;
+	char *redirect;                /* met, not yet followed */
+	unsigned redirect_b;           /* the branch it was met in */
+};
+
+bool sfs_u_reserved(const char *name, bool at_root)
+{
+	return sfs_wh_reserved_name(name) || (at_root && !strcmp(name, SFS_METADIR_NAME));
+}
+
+static char *join(const char *dir, const char *name)
+{
+	char *s;
+
+	if (asprintf(&s, "%s%s%s", dir, name[0] ? "/" : "", name) < 0)
+		return NULL;
+	return s;
+}
+
+void sfs_uentry_drop(struct sfs_uentry *e)
+{
+	for (unsigned i = 0; i < e->n; i++) {
+		close(e->l[i].fd);
+		free(e->l[i].path);
+	}
+	e->n = 0;
+	free(e->redirect);
+	free(e->lower_path);
+	e->redirect = e->lower_path = NULL;
+}
+
+/* Takes fd as the next layer, found in branch b at dir_path/name (name
+ * NULL: at dir_path itself). */
+static int add(struct sfs_uentry *e, unsigned b, int fd, const char *dir_path,
+	       const char *name)
+{
+	char *path = NULL;
+
+	if (dir_path && !(path = name ? join(dir_path, name) : strdup(dir_path))) {
+		close(fd);
+		return -ENOMEM;
+	}
+	e->l[e->n++] = (struct sfs_ulayer){ fd, b, path };
+	return 0;
+}
+
+/* What a directory found says about the branches below it: opaque
+ * stops, a redirect sends the search elsewhere. 1 to go on below, 0 to
+ * stop, or -errno. */
+static int marks(struct res *r, int fd, unsigned b)
+{
+	struct sfs_uentry *e = r->e;
+	struct sfs_dirmark m;
+	int ret = sfs_dirmark_read(fd, &m);
+
+	if (ret < 0)
+		return ret;
+	if (e->n == 1)
+		e->has_origin = m.has_origin;
+	if (m.opaque) {
+		e->opaque |= e->n == 1;
+		sfs_dirmark_free(&m);
+		return 0;
+	}
+	if (!m.redirect)
+		return 1;
+	if (e->n == 1 && !(e->redirect = strdup(m.redirect))) {
+		sfs_dirmark_free(&m);
+		return -ENOMEM;
+	}
+	free(r->redirect);
+	r->redirect = m.redirect; /* taken over */
+	r->redirect_b = b;
+	return 0;
+}
+
+/* An entry that does not count: a 0:0 device (overlay whiteout), a
+ * non-directory under a directory, or past the layer limit. */
+static bool stops(const struct sfs_uentry *e, int fd, const struct stat *st)
+{
+	return sfs_wh_is_dev_whiteout(fd, "", st) || (e->n > 0 && !S_ISDIR(st->st_mode)) ||
+	       e->n == SFS_U_MAX_LAYERS;
+}
+
+/* Looks at one layer: 1 to go on to the layer below, 0 to stop, or
+ * -errno. below: the directory has layers below this one. */
+static int look(struct res *r, const struct sfs_ulayer *dl, const char *name, bool below)
+{
+	const struct sfs_uview *v = r->v;
+	struct stat st;
+	/* never entering a mount point inside the branch: EXDEV there */
+	int fd = sfs_do_open(dl->fd, name, O_PATH, 0), ret;
+
+	if (fd == -ENOENT || fd == -ENOTDIR) {
+		if (!below)
+			return 0;
+		ret = sfs_wh_has_aufs(dl->fd, name);
+		return ret < 0 ? ret : !ret;
+	}
+	if (fd < 0) {
+		if (v->met)
+			v->met(v->arg, dl, -1, NULL, name, fd);
+		return fd;
+	}
+	ret = sfs_do_fstat(fd, &st);
+	if (ret == 0 && v->met)
+		ret = v->met(v->arg, dl, fd, &st, name, 0);
+	if (ret < 0 || stops(r->e, fd, &st)) {
+		close(fd);
+		return ret < 0 ? ret : 0;
+	}
+	if (r->e->n == 0)
+		r->e->top = st;
+	ret = add(r->e, dl->b, fd, dl->path, name);
+	if (ret < 0)
+		return ret;
+	/* a directory of a branch with branches below may have been renamed
+	 * there with its lower layers elsewhere (a redirect), even where its
+	 * parent has no layers below */
+	if (!S_ISDIR(st.st_mode) || dl->b + 1 >= v->n)
+		return 0;
+	ret = marks(r, fd, dl->b);
+	return below || ret < 0 ? ret : 0;
+}
+
+/* The layers at an absolute redirect recorded in branch b: a lookup of
+ * the path, component by component, in the union of the branches below
+ * b (whose own whiteouts, opaque directories and redirects count). */
+static int follow_abs(struct res *r, unsigned b, const char *path)
+{
+	const struct sfs_uview *v = r->v;
+	struct sfs_uentry *cur = calloc(2, sizeof(*cur)), *next;
+	char *copy = strdup(path), *save = NULL, *c;
+	int k, ret = cur && copy ? 0 : -ENOMEM;
+
+	if (ret == 0 && (k = v->roots_below(v->arg, b, cur->l, SFS_U_MAX_LAYERS)) < 0)
+		ret = k;
+	if (ret == 0) {
+		cur->n = (unsigned)k;
+		if (v->split && !(cur->lower_path = strdup("")))
+			ret = -ENOMEM;
+	}
+	for (c = ret ? NULL : strtok_r(copy, "/", &save); c && ret == 0;
+	     c = strtok_r(NULL, "/", &save)) {
+		next = cur + 1;
+		ret = sfs_u_resolve(v, cur->l, cur->n, cur->lower_path, c, next);
+		sfs_uentry_drop(cur);
+		*cur = *next;
+		memset(next, 0, sizeof(*next));
+		if (ret == 0 && (!cur->n || !S_ISDIR(cur->top.st_mode)))
+			ret = -ENOENT;
+	}
+	for (unsigned i = 0; ret == 0 && i < cur->n && r->e->n < SFS_U_MAX_LAYERS; i++) {
+		int fd = fcntl(cur->l[i].fd, F_DUPFD_CLOEXEC, 0);
+
+		ret = fd < 0 ? -errno : add(r->e, cur->l[i].b, fd, cur->l[i].path, NULL);
+	}
+	if (ret == 0 && v->split && b < v->split && cur->lower_path) {
+		free(r->e->lower_path);
+		r->e->lower_path = cur->lower_path;
+		cur->lower_path = NULL;
+	}
+	if (cur)
+		sfs_uentry_drop(cur);
+	free(cur);
+	free(copy);
+	return ret == -ENOENT ? 0 : ret;
+}
+
+/* A bare-name redirect: the name in the parent's layers below layer i
+ * (a redirect met there is not followed). */
+static int follow_name(struct res *r, const struct sfs_ulayer *dir, unsigned ndir, unsigned i,
+		       const char *dir_lower_path, const char *to)
+{
+	unsigned b = r->redirect_b;
+	int ret = 1;
+
+	for (unsigned j = i + 1; j < ndir && ret > 0; j++)
+		ret = look(r, &dir[j], to, j + 1 < ndir);
+	free(r->redirect);
+	r->redirect = NULL;
+	if (ret >= 0 && r->v->split && b < r->v->split && dir_lower_path) {
+		free(r->e->lower_path);
+		if (!(r->e->lower_path = join(dir_lower_path, to)))
+			ret = -ENOMEM;
+	}
+	return ret < 0 ? ret : 0;
+}
+
+/* Follows the redirect met at layer i of dir. */
+static int follow(struct res *r, const struct sfs_ulayer *dir, unsigned ndir, unsigned i,
+		  const char *dir_lower_path)
+{
+	char *to = r->redirect;
+	int ret = 0;
+
+	r->redirect = NULL;
+	r->e->redirected = r->e->n == 1 && r->e->redirect;
+	if (to[0] == '/')
+		ret = follow_abs(r, r->redirect_b, to);
+	else if (!strchr(to, '/'))
+		ret = follow_name(r, dir, ndir, i, dir_lower_path, to);
+	free(to);
+	return ret;
+}
+
+int sfs_u_resolve(const struct sfs_uview *v, const struct sfs_ulayer *dir, unsigned ndir,
+		  const char *dir_lower_path, const char *name, struct sfs_uentry *out)
+{
+	struct res r = { .v = v, .e = out };
+	unsigned i;
+	int ret = 1;
+
+	memset(out, 0, sizeof(*out));
+	if (v->split && dir_lower_path && !(out->lower_path = join(dir_lower_path, name)))
+		return -ENOMEM;
+	for (i = 0; i < ndir && ret > 0; i++)
+		ret = look(&r, &dir[i], name, i + 1 < ndir);
+	if (ret >= 0 && r.redirect)
+		ret = follow(&r, dir, ndir, i - 1, dir_lower_path);
+	free(r.redirect);
+	if (ret < 0)
+		sfs_uentry_drop(out);
+	return ret < 0 ? ret : 0;
+}
+
+int sfs_u_shown_below(const struct sfs_uview *v, const struct sfs_ulayer *dir,
+		      unsigned ndir, unsigned b, const char *name)
+{
+	struct sfs_uentry *e = calloc(1, sizeof(*e));
+	struct res r = { .v = v, .e = e };
+	unsigned i = 0;
+	int ret = e ? 1 : -ENOMEM;
+
+	while (i < ndir && dir[i].b <= b)
+		i++;
+	for (; e && i < ndir && ret > 0; i++)
+		ret = look(&r, &dir[i], name, i + 1 < ndir);
+	free(r.redirect);
+	if (e) {
+		ret = ret < 0 ? ret : e->n > 0;
+		sfs_uentry_drop(e);
+		free(e);
+	}
+	return ret;
+}

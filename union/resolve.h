@@ -1,0 +1,96 @@
+/* How a name resolves through the branches of a union: the rules the
+ * daemon's lookup, diff, commit and fsck share (resolve.c). In branch
+ * order from the highest:
+ *  - a whiteout of the name (either format) ends the search: nothing;
+ *  - the first entry found wins; a non-directory stands alone;
+ *  - a directory merges with the directories of the same name below it,
+ *    until one is opaque or a non-directory is met (which stays hidden);
+ *  - a directory with a redirect finds its lower layers elsewhere: an
+ *    absolute path is looked up from the roots of the branches below the
+ *    one that recorded it (with their own rules), a bare name in the
+ *    layers of the parent below it (a redirect met there is not followed,
+ *    as kernel overlayfs does it).
+ * Whiteouts are looked for only where there are layers below to hide.
+ * What is cached, and how identity and the hard-link index are decided,
+ * stays with the callers. */
+#ifndef SFS_UNION_RESOLVE_H
+#define SFS_UNION_RESOLVE_H
+
+#include <stdbool.h>
+#include <sys/stat.h>
+
+#define SFS_U_MAX_LAYERS 64
+
+/* One layer of a directory: an O_PATH fd of it in branch b (0 the
+ * highest); path: where it is in its branch ("" for the root, "/a/b"),
+ * or NULL when the caller keeps no paths. */
+struct sfs_ulayer {
+	int fd;
+	unsigned b;
+	char *path;
+};
+
+/* The union the rules run in. */
+struct sfs_uview {
+	unsigned n;                    /* its branches */
+	/* With split > 0, a resolution also says where the union of the
+	 * branches from split down is looked up for the entry (lower_path):
+	 * commit folds branch 0 into the ones below and keeps that reachable. */
+	unsigned split;
+	/* The roots of the branches below b into out (fds the rules close,
+	 * paths ""), for an absolute redirect: how many, or -errno. */
+	int (*roots_below)(void *arg, unsigned b, struct sfs_ulayer *out, unsigned max);
+	/* Called for every entry found in layer dir (its fd and stat)
+	 * before it counts: 0, or -errno to refuse it (a mount point inside a
+	 * branch: -EXDEV). Also told, with fd -1, of a name that could not be
+	 * opened, with err (EXDEV at a mount point, to log). May be NULL. */
+	int (*met)(void *arg, const struct sfs_ulayer *dir, int fd, const struct stat *st,
+		   const char *name, int err);
+	void *arg;
+};
+
+/* What a name resolves to. */
+struct sfs_uentry {
+	unsigned n;
+	struct sfs_ulayer l[SFS_U_MAX_LAYERS]; /* highest first; owned */
+	struct stat top;               /* the first layer's */
+	bool opaque;                   /* the top directory hides the branches below */
+	bool has_origin;               /* the top directory carries an origin record */
+	char *redirect;                /* the top directory's redirect as recorded */
+	bool redirected;               /* its lower layers came from that redirect */
+	char *lower_path;              /* see sfs_uview.split; NULL without */
+};
+
+/* Resolves name in the directory whose layers are dir[0..ndir) (highest
+ * first; dir_lower_path: that directory's, with split). 0 with *out
+ * (out->n may be 0: nothing shows), or -errno. */
+int sfs_u_resolve(const struct sfs_uview *v, const struct sfs_ulayer *dir, unsigned ndir,
+		  const char *dir_lower_path, const char *name, struct sfs_uentry *out);
+/* Whether the layers of dir below branch b show name (a removal in b must
+ * leave a whiteout): 1, 0, or -errno. */
+int sfs_u_shown_below(const struct sfs_uview *v, const struct sfs_ulayer *dir,
+		      unsigned ndir, unsigned b, const char *name);
+/* Closes and frees what *e holds; e->n becomes 0. */
+void sfs_uentry_drop(struct sfs_uentry *e);
+
+/* Names the union never shows: whiteout and marker names of both
+ * formats, and (at_root) the metadata directory. */
+bool sfs_u_reserved(const char *name, bool at_root);
+
+/* ---- listing.c: what a name read from a layer directory is ----------- */
+
+enum sfs_u_kind {
+	SFS_U_SKIP,                    /* never shown: ".", "..", the metadata
+					* dir at the root, aufs bookkeeping
+					* (.wh..wh.*), a name gone meanwhile */
+	SFS_U_WHITEOUT,                /* hides *hides in the layers below */
+	SFS_U_ENTRY,                   /* an entry (a mount point too: listed,
+					* its lookup refused) */
+};
+/* What name, read from the directory dirfd of a layer with d_type type,
+ * is to a merged listing; *hides is set for a whiteout (a pointer into
+ * name). -errno when it cannot be told. */
+int sfs_u_dirent(int dirfd, const char *name, unsigned char type, bool at_root,
+		 const char **hides);
+
+#endif
