@@ -565,6 +565,7 @@ static int remove_entry(struct sfs_node *parent, const struct sfs_stack *pst,
 	const struct sfs_layer *kl = sfs_stack_in(pst, kb);
 	bool rw = kb->mode == SFS_BRANCH_RW;
 	int below = kl ? sfs_resolve_below(pst, kb, name) : -ESTALE;
+	enum sfs_whiteout_style style;
 	bool replaced = false;
 	struct sfs_place p;
 	int ret;
@@ -575,11 +576,12 @@ static int remove_entry(struct sfs_node *parent, const struct sfs_stack *pst,
 		ret = sfs_place_new(parent, name, &p);
 		if (ret < 0)
 			return ret;
-		ret = sfs_wh_create(p.pl->fd, name, p.br->work_fd, sfs_m.opts.whiteout);
+		style = sfs_wh_style_for(name, sfs_m.opts.whiteout);
+		ret = sfs_wh_create(p.pl->fd, name, p.br->work_fd, style);
 		if (ret == 0)
 			sfs_count(whiteouts, 1);
 		/* an overlay-style whiteout took the entry's place already */
-		replaced = p.br->shared == kb->shared && sfs_m.opts.whiteout == SFS_WH_OVERLAY;
+		replaced = p.br->shared == kb->shared && style == SFS_WH_OVERLAY;
 		sfs_stack_put(p.pst);
 		if (ret < 0)
 			return ret;

@@ -241,7 +241,8 @@ static void rn_after_wh(const struct rn *r, int srcfd, const struct sfs_layer *n
 {
 	char wh[NAME_MAX + 1];
 
-	if ((r->dst_wh & SFS_WH_HAS_DEV) && !(below && sfs_m.opts.whiteout == SFS_WH_OVERLAY))
+	if ((r->dst_wh & SFS_WH_HAS_DEV) &&
+	    !(below && sfs_wh_style_for(r->src.name, sfs_m.opts.whiteout) == SFS_WH_OVERLAY))
 		sfs_do_unlinkat(srcfd, r->src.name, 0);
 	if ((r->dst_wh & SFS_WH_HAS_AUFS) &&
 	    snprintf(wh, sizeof(wh), SFS_WH_PREFIX "%s", r->dst.name) < (int)sizeof(wh))
@@ -256,7 +257,7 @@ static int rn_do(struct rn *r, const struct sfs_layer *npl, unsigned rflags)
 {
 	const struct sfs_layer *pl = sfs_stack_in(r->src.pst, r->kb);
 	struct sfs_branch *br = r->kb;
-	bool ovl = sfs_m.opts.whiteout == SFS_WH_OVERLAY, aufs_wh;
+	bool ovl = sfs_wh_style_for(r->src.name, sfs_m.opts.whiteout) == SFS_WH_OVERLAY, aufs_wh;
 	int below = 0, ret;
 
 	if (!(rflags & RENAME_EXCHANGE))

@@ -569,3 +569,34 @@ check_both_formats_read() {
 	assert_output ""
 	lower_unchanged
 }
+
+# ".wh." and a name of 252 to 255 bytes do not fit in NAME_MAX: rm of
+# such a lower name answered ENAMETOOLONG with whiteout=wh (issue 15). It
+# is deleted with the overlay form (both are read everywhere), and stays
+# deleted; a rename away from it and a rmdir of such a directory too.
+@test "regression: lower names of 252 to 255 bytes are deleted with whiteout=wh, and stay deleted after a remount" {
+	local n255 n252 d253
+	n255=$(printf 'f%.0s' {1..255})
+	n252=$(printf 'g%.0s' {1..252})
+	d253=$(printf 'd%.0s' {1..253})
+	echo a >"$LO/$n255"
+	echo b >"$LO/$n252"
+	mkdir "$LO/$d253"
+	sfs_snapshot "$LO"
+	sfs_mount "$UP:$LO=ro" "$MNT"
+	run -0 rm "$MNT/$n255"
+	run -0 mv "$MNT/$n252" "$MNT/short"
+	run -0 rmdir "$MNT/$d253"
+	[[ ! -e $MNT/$n255 && ! -e $MNT/$n252 && ! -e $MNT/$d253 ]] || fail "a name came back"
+	[[ -c $UP/$n255 && -c $UP/$n252 && -c $UP/$d253 ]] || fail "no device whiteouts: $(ls -l "$UP")"
+	"$SFS" umount "$MNT"
+	sfs_mount "$UP:$LO=ro" "$MNT"
+	run -0 ls "$MNT"
+	refute_output --partial "$n255"
+	refute_output --partial "$n252"
+	refute_output --partial "$d253"
+	[[ $(cat "$MNT/short") == b ]]
+	"$SFS" umount "$MNT"
+	run -0 "$SFS" fsck --lower "$LO" "$UP"
+	lower_unchanged
+}

@@ -143,6 +143,15 @@ static int create_overlay(int dirfd, const char *name, int workfd)
 	return ret;
 }
 
+enum sfs_whiteout_style sfs_wh_style_for(const char *name, enum sfs_whiteout_style want)
+{
+	/* ".wh." and a name longer than 251 bytes do not fit in NAME_MAX:
+	 * such a name can only be deleted by the other form */
+	if (want == SFS_WH_AUFS && strlen(name) + SFS_WH_PREFIX_LEN > 255)
+		return SFS_WH_OVERLAY;
+	return want;
+}
+
 int sfs_wh_create(int dirfd, const char *name, int workfd,
 		  enum sfs_whiteout_style style)
 {

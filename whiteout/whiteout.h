@@ -76,6 +76,10 @@ int sfs_redirect_set(int dirfd, const char *path, enum sfs_whiteout_style style)
  * it onto NAME, replacing a non-directory NAME atomically. */
 int sfs_wh_create(int dirfd, const char *name, int workfd,
 		  enum sfs_whiteout_style style);
+/* The style a whiteout of NAME is written in when the mount writes
+ * `want`: the overlay device where ".wh.NAME" would not fit in NAME_MAX
+ * (a 252- to 255-byte name); both forms are read everywhere. */
+enum sfs_whiteout_style sfs_wh_style_for(const char *name, enum sfs_whiteout_style want);
 /* Removes a whiteout of NAME in either format: 1 if there was one. */
 int sfs_wh_remove(int dirfd, const char *name);
 /* Which whiteouts of NAME dirfd holds: SFS_WH_HAS_* bits, or -errno. */
