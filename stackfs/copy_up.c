@@ -162,6 +162,21 @@ static void unstage(int workfd, struct staged *s, mode_t mode)
 	s->fd = -1;
 }
 
+/* Whether the staging directory was removed under the mount (the branch's
+ * metadata directory with it): XFS still makes an O_TMPFILE in a dead
+ * directory and ext4 does not, so the check is ours, and a copy-up fails
+ * with ENOENT on every filesystem rather than place a copy the records
+ * around it can no longer describe. */
+static int staging_alive(int workfd)
+{
+	struct stat st;
+	int ret = sfs_do_fstat(workfd, &st);
+
+	if (ret < 0)
+		return ret;
+	return st.st_nlink == 0 ? -ENOENT : 0;
+}
+
 /* Makes the staged entry: the type's own creation, then its metadata. */
 static int stage_entry(const struct sfs_layer *src, int sdir, const char *sname,
 		       const struct stat *st, int workfd, struct staged *s, bool nodata)
@@ -171,6 +186,9 @@ static int stage_entry(const struct sfs_layer *src, int sdir, const char *sname,
 	sfs_temp_name(s->tmp, "cu");
 	s->fd = -1;
 	s->fresh = true;
+	ret = staging_alive(workfd);
+	if (ret < 0)
+		return ret;
 	if (S_ISREG(st->st_mode))
 		ret = stage_file(src, st, workfd, s, nodata);
 	else

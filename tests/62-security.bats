@@ -481,9 +481,13 @@ slow_clients() {
 	for ((k = 0; k < n; k++)); do
 		(
 			end=$((SECONDS + secs))
+			# a refused client comes back a moment later: the slots stay
+			# taken without forks in a tight loop eating the CPU whose
+			# share root's own client is measured with
 			while ((SECONDS < end)); do
 				setpriv --reuid=nobody --regid=nogroup --clear-groups \
 					"$CTLPROBE" --hold 5 --timeout 8 "$SOCK" raw 'sta' || true
+				sleep 0.2
 			done
 		) >"$BATS_TEST_TMPDIR/slow.$k.out" 2>&1 &
 		SLOW+=($!)
@@ -497,7 +501,7 @@ slow_clients() {
 	t0=$(date +%s%N)
 	run -0 timeout 20 "$SFS" status "$MNT"
 	base=$((($(date +%s%N) - t0) / 1000000))
-	slow_clients 8 40
+	slow_clients 8 12
 	sleep 1.5
 	for ((k = 0; k < 6; k++)); do
 		t0=$(date +%s%N)
@@ -513,7 +517,9 @@ slow_clients() {
 	ms=$((($(date +%s%N) - t0) / 1000000))
 	((ms > worst)) && worst=$ms
 	wait "${SLOW[@]}" 2>/dev/null || true
-	((worst < base + 1000)) ||
+	# queued behind nobody's connections, root would wait out their 2 s
+	# deadlines one after the other
+	((worst < base + 1500)) ||
 		fail "root's status took up to ${worst} ms (${base} ms alone) while nobody held connections"
 	# the slow clients were really being served: their deadline passed
 	# (ETIMEDOUT), and past the unprivileged slots some were told EAGAIN
