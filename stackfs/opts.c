@@ -17,12 +17,13 @@
 #include "stackfs/stackfs.h"
 
 enum { KEY_FG, KEY_DEBUG, KEY_HELP, KEY_VERSION, KEY_WHITEOUT, KEY_TIMEOUT, KEY_READAHEAD,
-       KEY_LOWERDIR, KEY_UPPERDIR, KEY_WORKDIR, KEY_SUBTYPE, KEY_FSNAME };
+       KEY_LOWERDIR, KEY_UPPERDIR, KEY_WORKDIR, KEY_SUBTYPE, KEY_FSNAME, KEY_LOG };
 
 #define OPT(t, field, v) { t, offsetof(struct sfs_opts, field), v }
 static const struct fuse_opt table[] = {
 	FUSE_OPT_KEY("timeout=", KEY_TIMEOUT),
 	FUSE_OPT_KEY("readahead=", KEY_READAHEAD),
+	FUSE_OPT_KEY("log=", KEY_LOG),
 	OPT("fsync", fsync, 1),
 	OPT("upgrade", upgrade, 1),
 	OPT("writeback", writeback, 1),
@@ -51,7 +52,7 @@ static const struct fuse_opt table[] = {
 static struct {
 	char **v;
 	size_t n;
-	int whiteout_set, timeout_set, readahead_set;
+	int whiteout_set, timeout_set, readahead_set, log_set;
 } seen;
 
 /* The user named the mount's source (fsname=): it is kept. */
@@ -379,6 +380,31 @@ static int positional(struct sfs_opts *o, const char *arg)
 	return *slot ? 0 : -1;
 }
 
+/* log=FILE|syslog|stderr. FILE is absolute: the daemon leaves its
+ * working directory, and a relative name would be resolved somewhere the
+ * user did not look. It is opened (as root, by log.c's rules) only once
+ * the branches are checked. */
+static int parse_log(struct sfs_opts *o, const char *arg)
+{
+	const char *v = arg + strlen("log=");
+	enum sfs_log_to to = !strcmp(v, "syslog") ? SFS_LOG_TO_SYSLOG :
+			     !strcmp(v, "stderr") ? SFS_LOG_TO_STDERR : SFS_LOG_TO_FILE;
+
+	if (to == SFS_LOG_TO_FILE && (v[0] != '/' || v[strlen(v) - 1] == '/')) {
+		sfs_errmsg("bad option '%s': log is syslog, stderr or a FILE given by its "
+			   "absolute path", arg);
+		return -1;
+	}
+	if (seen.log_set)
+		return to != o->log_to || (to == SFS_LOG_TO_FILE && strcmp(v, o->log_file)) ?
+		       conflict(arg) : 0;
+	seen.log_set = 1;
+	o->log_to = to;
+	if (to == SFS_LOG_TO_FILE && !(o->log_file = strdup(v)))
+		return -1;
+	return 0;
+}
+
 static int opt_proc(void *data, const char *arg, int key, struct fuse_args *out)
 {
 	struct sfs_opts *o = data;
@@ -404,6 +430,8 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *out)
 		return parse_timeout(o, arg);
 	case KEY_READAHEAD:
 		return parse_readahead(o, arg);
+	case KEY_LOG:
+		return parse_log(o, arg);
 	case KEY_LOWERDIR:
 		return ovl_set(&ovl.lowerdir, arg);
 	case KEY_UPPERDIR:
@@ -446,6 +474,14 @@ int sfs_opts_parse(struct fuse_args *args, struct sfs_opts *o)
 	return 0;
 }
 
+void sfs_opts_free(struct sfs_opts *o)
+{
+	free(o->branches);
+	free(o->mountpoint);
+	free(o->log_file);
+	o->branches = o->mountpoint = o->log_file = NULL;
+}
+
 void sfs_opts_usage(const char *prog)
 {
 	printf("usage: %s [-f] [-d] [-o OPTIONS] BRANCHES MOUNTPOINT\n"
@@ -468,6 +504,9 @@ void sfs_opts_usage(const char *prog)
 	       "                            attributes (default 60)\n"
 	       "    -o readahead=KIB        readahead window of the mount (default 512;\n"
 	       "                            0: the kernel's)\n"
+	       "    -o log=FILE|syslog|stderr\n"
+	       "                            where the daemon logs (default syslog, and\n"
+	       "                            stderr with -f or -d); FILE is an absolute path\n"
 	       "    -o lowerdir=DIR[:DIR...],upperdir=DIR,workdir=DIR\n"
 	       "                            overlayfs-style branches instead of\n"
 	       "                            BRANCHES: upperdir rw over lowerdir ro\n"

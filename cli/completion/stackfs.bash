@@ -122,7 +122,7 @@ _stackfs_mount_opts()
 	timeout=* | readahead=*) ;;
 	*)
 		local o
-		for o in whiteout= timeout= readahead= fsync upgrade writeback nopassthrough trace lowerdir= upperdir= workdir= \
+		for o in whiteout= timeout= readahead= fsync upgrade writeback nopassthrough trace log= lowerdir= upperdir= workdir= \
 			allow_other allow_root auto_unmount default_permissions debug \
 			ro rw dev nodev suid nosuid exec noexec noatime sync dirsync; do
 			cands+=("$before$o")
