@@ -13,6 +13,17 @@
 #define SFS_EXIT_FAIL  1 /* the operation failed */
 #define SFS_EXIT_USAGE 2 /* bad command line */
 
+/* One option of a command: the table its --help prints and main.c
+ * checks the command line against before the command runs, so that what
+ * a command accepts is what its help lists (tests/98-docs.bats holds
+ * stackfs(1), the README and the completion to that help). */
+struct sfs_flag {
+	const char *sub;                   /* the subcommand it is of (branch ADD), or NULL */
+	const char *name;                  /* "--json", "-o" */
+	const char *arg;                   /* its argument's name, or NULL */
+	const char *help;                  /* lines ending in '\n' */
+};
+
 struct sfs_cmd {
 	const char *name;
 	const char *alias;                 /* another name, or NULL */
@@ -20,6 +31,10 @@ struct sfs_cmd {
 	const char *usage;                 /* "stackfs NAME ARGS" lines */
 	const char *summary;               /* one line for the command list */
 	const char *help;                  /* details after the usage, or NULL */
+	const struct sfs_flag *flags;      /* ended by { 0 }; NULL: none */
+	bool subcommands;                  /* argv[1] is a subcommand (branch) */
+	bool mount_options;                /* its help lists the -o options */
+	int usage_exit;                    /* exit code of a usage error, 0: 2 */
 };
 
 extern const struct sfs_cmd sfs_cmd_mount;
@@ -81,6 +96,12 @@ int sfs_ctl_call(const char *mp, const char *const *words, char **body,
 
 /* Prints the usage and help of cmd to stdout. */
 void sfs_cli_cmd_help(const struct sfs_cmd *cmd);
+/* flags.c: cmd's options, as its help lists them (after its text). */
+void sfs_cli_flags_help(const struct sfs_cmd *cmd);
+/* flags.c: 0 when every option of argv (argv[0] the command's name, up
+ * to a "--") is in cmd's table; else a usage error naming the first
+ * that is not, and cmd's usage exit code. */
+int sfs_cli_check_flags(const struct sfs_cmd *cmd, int argc, char **argv);
 /* A usage error of cmd: "stackfs: NAME: MSG" and the usage line on
  * stderr. Returns SFS_EXIT_USAGE. */
 int sfs_cli_usage_error(const struct sfs_cmd *cmd, const char *fmt, ...)

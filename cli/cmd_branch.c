@@ -393,6 +393,18 @@ static int run(int argc, char **argv)
 	return sfs_cli_usage_error(&sfs_cmd_branch, "unknown subcommand '%s'", argv[1]);
 }
 
+static const struct sfs_flag branch_flags[] = {
+	{ "list", "--json", NULL, "print a JSON array on stdout\n" },
+	{ "add", "--mode", "rw|ro", "the new branch's mode (default ro)\n" },
+	{ "add", "--position", "N", "insert it at position N (0 = highest)\n" },
+	{ "add", "--top", NULL, "make it the highest branch (the default)\n" },
+	{ "add", "--bottom", NULL, "make it the lowest branch\n" },
+	{ "remove", "--id", "ID", "the branch of that stable id\n" },
+	{ "remove", "--force", NULL, "remove it even with open files or unmerged changes\n" },
+	{ "mode", "--id", "ID", "the branch of that stable id\n" },
+	{ 0 }
+};
+
 const struct sfs_cmd sfs_cmd_branch = {
 	.name = "branch",
 	.run = run,
@@ -413,4 +425,6 @@ const struct sfs_cmd sfs_cmd_branch = {
 		"line: \"removed branch #2 (id 3) /srv/up (rw)\".\n"
 		"  mode     make a branch rw or ro\n"
 		"Only root and the user who mounted may change branches (else EPERM).\n",
+	.flags = branch_flags,
+	.subcommands = true,
 };

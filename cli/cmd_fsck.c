@@ -283,7 +283,7 @@ static int run_fsck(int argc, char **argv)
 
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "rjl:", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'r':
 			o.repair = true;
@@ -402,6 +402,20 @@ out:
 	return status;
 }
 
+static const struct sfs_flag fsck_flags[] = {
+	{ NULL, "--repair", NULL, "fix what is safe to fix (refused while the branch is\n"
+	  "in use by a mounted stackfs)\n" },
+	{ NULL, "--force", NULL, "with --repair: repair what lower branches decide\n"
+	  "also when they are not branches the registry\n"
+	  "records\n" },
+	{ NULL, "--json", NULL, "print the result as one JSON object on stdout\n" },
+	{ NULL, "--lower", "DIR", "a branch below BRANCH, highest first (repeat);\n"
+	  "default: those below it in the last mount\n"
+	  "(.stackfs/lowers), each checked to be the branch\n"
+	  "that was mounted (registry)\n" },
+	{ 0 }
+};
+
 const struct sfs_cmd sfs_cmd_fsck = {
 	.name = "fsck",
 	.run = run_fsck,
@@ -412,16 +426,8 @@ const struct sfs_cmd sfs_cmd_fsck = {
 		"inode map, staging and index directories) and, in its tree, whiteouts,\n"
 		"opaque markers, redirects, origin records and reserved names.\n"
 		"A stackfs mount point (a view) is refused: fsck its rw branches.\n"
-		"\n"
-		"  --repair     fix what is safe to fix (refused while the branch is in\n"
-		"               use by a mounted stackfs)\n"
-		"  --json       print the result as one JSON object on stdout\n"
-		"  --lower DIR  a branch below BRANCH, highest first (repeat); default:\n"
-		"               those below it in the last mount (.stackfs/lowers), each\n"
-		"               checked to be the branch that was mounted (registry)\n"
-		"  --force      repair what lower branches decide also when they are\n"
-		"               not branches the registry records\n"
-		"\n"
 		"Exit status (ORed, like e2fsck): 0 clean, 1 problems fixed, 4 problems\n"
 		"left, 8 usage or operational error.\n",
+	.flags = fsck_flags,
+	.usage_exit = FSCK_EXIT_OPERR,
 };

@@ -222,6 +222,11 @@ static int run(int argc, char **argv)
 	return SFS_EXIT_OK;
 }
 
+static const struct sfs_flag status_flags[] = {
+	{ NULL, "--json", NULL, "print one JSON object on stdout\n" },
+	{ 0 }
+};
+
 const struct sfs_cmd sfs_cmd_status = {
 	.name = "status",
 	.run = run,
@@ -233,4 +238,5 @@ const struct sfs_cmd sfs_cmd_status = {
 		"error.ENOSPC...; each is logged) apart from expected answers\n"
 		"(answer.ENOENT, answer.ENODATA...). Then where the daemon logs (log)\n"
 		"and the last errors and warnings it logged.\n",
+	.flags = status_flags,
 };

@@ -42,8 +42,8 @@ struct sfs_opts {
 	int show_version;
 };
 
-/* Parses argv into opts and leaves the FUSE options in *fargs. Unknown
- * options are refused by fuse_session_new, which names them. */
+/* Parses argv into opts and leaves the FUSE options in *fargs. An option
+ * that is not in sfs_optlist (optlist.c) is refused, named, -EINVAL. */
 int sfs_opts_parse(struct fuse_args *args, struct sfs_opts *o);
 /* Frees what sfs_opts_parse allocated in o. */
 void sfs_opts_free(struct sfs_opts *o);

@@ -32,6 +32,8 @@
 #include <unistd.h>
 
 #include "stackfs/opts.c"
+#include "stackfs/optlist.c"
+#include "stackfs/foreign.c"
 #include "union/branch_spec.c"
 #include "stackfs/escape.c"
 
@@ -113,11 +115,11 @@ static void parse_argv(int argc, char **argv, const struct expect_ovl *x)
 		      o.timeout, show_argv(argc, argv));
 		CHECK(o.whiteout == SFS_WH_AUFS || o.whiteout == SFS_WH_OVERLAY,
 		      "whiteout style %d", (int)o.whiteout);
-		CHECK(args.argc >= 2 && args.argv[args.argc] == NULL &&
-		      /* fsname=stackfs unless the user named the source */
 		CHECK(o.log_to != SFS_LOG_TO_FILE || (o.log_file && o.log_file[0] == '/'),
 		      "log file \"%s\" accepted from %s", o.log_file ? o.log_file : "(null)",
 		      show_argv(argc, argv));
+		CHECK(args.argc >= 2 && args.argv[args.argc] == NULL &&
+		      /* fsname=stackfs unless the user named the source */
 		      !strncmp(args.argv[args.argc - 1], "-odefault_permissions,subtype=stackfs",
 			       strlen("-odefault_permissions,subtype=stackfs")),
 		      "FUSE arguments after %s", show_argv(argc, argv));
