@@ -94,6 +94,24 @@ void sfs_json_branch(FILE *f, const struct sfs_branch_row *r);
 int sfs_ctl_call(const char *mp, const char *const *words, char **body,
 		 char *err, size_t errlen);
 
+/* When the daemon of the stackfs mount ma:mi on mp is gone (killed,
+ * crashed: its mount is left, answering ENOTCONN): true, with a message
+ * saying so and to run `stackfs umount MP` in err. */
+bool sfs_cli_gone_msg(const char *mp, unsigned ma, unsigned mi, char *err, size_t errlen);
+/* Prints a failed sfs_ctl_call's message: "stackfs: CMD [SUB]: ERR
+ * (errno text)", without the errno text when the daemon is gone. */
+void sfs_cli_ctl_error(const char *cmd, const char *sub, const char *err, int ret);
+/* When err (ENOTCONN) comes from path being in a stackfs mount whose
+ * daemon is gone: true, with that message in msg. */
+bool sfs_cli_gone_path(const char *path, int err, char *msg, size_t len);
+
+/* holders.c: prints to f one line per process (pid, command, what it
+ * holds: an open file, its working or root directory, executable, a
+ * mapped file) and per mount on top that keeps the mount m busy, at
+ * most 20 and a count of the rest. Returns how many it found, or -errno. */
+struct sfs_mountinfo;
+int sfs_cli_print_holders(FILE *f, const struct sfs_mountinfo *m);
+
 /* Prints the usage and help of cmd to stdout. */
 void sfs_cli_cmd_help(const struct sfs_cmd *cmd);
 /* flags.c: cmd's options, as its help lists them (after its text). */

@@ -53,7 +53,7 @@ static int call(const char *mp, const char *const *w, char **body)
 	int ret = sfs_ctl_call(mp, w, body, err, sizeof(err));
 
 	if (ret < 0) {
-		fprintf(stderr, "stackfs: branch %s: %s (%s)\n", w[0], err, strerror(-ret));
+		sfs_cli_ctl_error("branch", w[0], err, ret);
 		return SFS_EXIT_FAIL;
 	}
 	return SFS_EXIT_OK;
@@ -125,7 +125,7 @@ static int rows_fetch(const char *mp, const char *what, struct rows *t)
 	t->r = NULL;
 	t->n = 0;
 	if (ret < 0) {
-		fprintf(stderr, "stackfs: branch %s: %s (%s)\n", what, err, strerror(-ret));
+		sfs_cli_ctl_error("branch", what, err, ret);
 		return SFS_EXIT_FAIL;
 	}
 	for (char *l = strtok_r(t->body, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {

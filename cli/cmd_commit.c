@@ -2099,14 +2099,23 @@ static int run_commit(int argc, char **argv)
 		int fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC), lk;
 
 		lk = fd < 0 ? -errno : sfs_meta_lock(fd, true);
-		if (fd >= 0)
-			close(fd);
 		if (lk == -EBUSY) {
-			efail(early, sizeof(early), "%s: branch is in use by a mounted stackfs "
-				"(unmount it first)\n", p);
+			/* name the mount to unmount */
+			char who[PATH_MAX + 256];
+
+			if (sfs_runtime_lock_holder(fd, SFS_METADIR_NAME "/" SFS_META_LOCK, who,
+						    sizeof(who)) == 0)
+				efail(early, sizeof(early), "%s: branch is in use by a mounted "
+				      "stackfs (%s): unmount it first\n", p, who);
+			else
+				efail(early, sizeof(early), "%s: branch is in use by a mounted "
+				      "stackfs (unmount it first)\n", p);
+			close(fd);
 			status = SFS_EXIT_FAIL;
 			goto out;
 		}
+		if (fd >= 0)
+			close(fd);
 		if (lk < 0 && lk != -ENOENT && lk != -ENOTDIR) {
 			efail(early, sizeof(early), "%s/%s/%s: %s\n", p, SFS_METADIR_NAME,
 				SFS_META_LOCK, strerror(-lk));

@@ -346,6 +346,8 @@ int sfs_diff_mount_branches(const char *mp, unsigned ma, unsigned mi, struct mbr
 
 	if (ret == 0)
 		return 0;
+	if (ret == -ENOTCONN && sfs_cli_gone_msg(mp, ma, mi, err, errlen))
+		return ret;
 	ret = sfs_runtime_pid(ma, mi, &pid);
 	if (ret < 0) {
 		snprintf(err, errlen, "%s: cannot find the daemon of the mount (%s/%u:%u/pid): %s",

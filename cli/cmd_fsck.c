@@ -225,12 +225,27 @@ static pid_t daemon_holding(int root_fd)
 	return found;
 }
 
+/* " (the stackfs mount on MP, stackfsd pid N)": who uses the branch,
+ * by its lock (locked: held) or as the stackfsd holding its root;
+ * empty when that cannot be told. */
+static void in_use_by(int root_fd, bool locked, pid_t holder, char *buf, size_t len)
+{
+	char who[PATH_MAX + 256];
+
+	buf[0] = '\0';
+	if (locked && sfs_runtime_lock_holder(root_fd, SFS_METADIR_NAME "/" SFS_META_LOCK,
+					      who, sizeof(who)) == 0)
+		snprintf(buf, len, " (%s)", who);
+	else if (holder > 0)
+		snprintf(buf, len, " (stackfsd pid %d)", (int)holder);
+}
+
 /* ------------------------------------------------------------ a view */
 
 /* When root_fd is inside a stackfs view: 1 with a message naming the rw
  * branches to check instead. The view merges the branches and hides the
  * marks fsck checks: checked as a tree it would always look clean. */
-static int view_refusal(int root_fd, char *msg, size_t len)
+static int view_refusal(int root_fd, const char *path, char *msg, size_t len)
 {
 	char mp[PATH_MAX], err[256], *p = msg;
 	struct mbranch *v = NULL;
@@ -238,6 +253,15 @@ static int view_refusal(int root_fd, char *msg, size_t len)
 	unsigned ma, mi;
 	int ret = sfs_cli_stackfs_view(root_fd, mp, sizeof(mp)), w;
 
+	/* a view whose daemon is gone answers ENOTCONN (the message names
+	 * the mount, and fsck names the path before it: once is enough) */
+	if (ret < 0 && sfs_cli_gone_path(path, -ret, msg, len)) {
+		size_t pl = strlen(path);
+
+		if (!strncmp(msg, path, pl) && !strncmp(msg + pl, ": ", 2))
+			memmove(msg, msg + pl + 2, strlen(msg + pl + 2) + 1);
+		return 1;
+	}
 	if (ret <= 0)
 		return 0;
 	w = snprintf(p, left, "a stackfs view (the mount on %s), not a branch: ", mp);
@@ -332,14 +356,18 @@ static int run_fsck(int argc, char **argv)
 	sfs_progress_init(&o.bar, 0);
 	root_fd = open(o.branch, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (root_fd < 0) {
-		on_message(&o, true, strerror(errno));
+		char gone[PATH_MAX + 512];
+		int err = errno;
+
+		on_message(&o, true, sfs_cli_gone_path(o.branch, err, gone, sizeof(gone)) ?
+			   gone : strerror(err));
 		status = FSCK_EXIT_OPERR;
 		goto out;
 	}
 	{
 		char msg[PATH_MAX + 512];
 
-		if (view_refusal(root_fd, msg, sizeof(msg))) {
+		if (view_refusal(root_fd, o.branch, msg, sizeof(msg))) {
 			on_message(&o, true, msg);
 			status = FSCK_EXIT_OPERR;
 			goto out;
@@ -350,21 +378,17 @@ static int run_fsck(int argc, char **argv)
 	lock_fd = sfs_meta_lock(root_fd, o.repair);
 	holder = lock_fd == -EBUSY ? 0 : daemon_holding(root_fd);
 	in_use = lock_fd == -EBUSY || holder > 0;
-	if (in_use && o.repair) {
-		char msg[128];
+	if (in_use) {
+		char msg[PATH_MAX + 512], who[PATH_MAX + 300];
 
-		if (holder > 0)
-			snprintf(msg, sizeof(msg), "branch is in use by a mounted stackfs "
-				 "(stackfsd pid %d): not repaired", (int)holder);
-		else
-			snprintf(msg, sizeof(msg), "branch is in use by a mounted stackfs: not repaired");
-		on_message(&o, true, msg);
-		status = FSCK_EXIT_OPERR;
-		goto out;
+		in_use_by(root_fd, lock_fd == -EBUSY, holder, who, sizeof(who));
+		snprintf(msg, sizeof(msg), "branch is in use by a mounted stackfs%s: %s", who,
+			 o.repair ? "not repaired" : "what is found may change while fsck runs");
+		on_message(&o, o.repair, msg);
+		status = o.repair ? FSCK_EXIT_OPERR : 0;
+		if (o.repair)
+			goto out;
 	}
-	if (in_use)
-		on_message(&o, false, "branch is in use by a mounted stackfs: what is found "
-			   "may change while fsck runs");
 	if (lock_fd >= 0 && !o.repair) {
 		close(lock_fd);         /* a mount may start meanwhile */
 		lock_fd = -1;

@@ -206,7 +206,7 @@ static int run(int argc, char **argv)
 		return sfs_cli_usage_error(&sfs_cmd_status, "missing MOUNTPOINT");
 	ret = sfs_ctl_call(mp, w, &body, err, sizeof(err));
 	if (ret < 0) {
-		fprintf(stderr, "stackfs: status: %s (%s)\n", err, strerror(-ret));
+		sfs_cli_ctl_error("status", NULL, err, ret);
 		return SFS_EXIT_FAIL;
 	}
 	ret = 0;

@@ -3,6 +3,7 @@
  * metadata directory of each rw branch. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 
 #include "stackfs/branch.h"
 #include "stackfs/escape.h"
+#include "stackfs/runtime.h"
 #include "stackfs/stackfs.h"
 #include "whiteout/journal.h"
 #include "whiteout/metadir.h"
@@ -357,7 +359,7 @@ static void warn_writers(const struct sfs_branch *b, unsigned idx)
 static int meta_open(struct sfs_branch *b, unsigned idx, int style, bool upgrade,
 		     char *err, size_t errlen)
 {
-	char why[1024];
+	char why[1024], holder[PATH_MAX + 64];
 	int ret;
 
 	struct sfs_meta *m = calloc(1, sizeof(*m));
@@ -365,8 +367,13 @@ static int meta_open(struct sfs_branch *b, unsigned idx, int style, bool upgrade
 	if (!m)
 		return -ENOMEM;
 	ret = sfs_meta_open(b->root_fd, style, upgrade, m, why, sizeof(why));
-	if (ret < 0) {
+	/* in use: say by whom, so the user knows what to unmount */
+	if (ret == -EBUSY && sfs_runtime_lock_holder(b->root_fd, SFS_METADIR_NAME "/" SFS_META_LOCK,
+						     holder, sizeof(holder)) == 0)
+		berr(err, errlen, "branch #%u (\"%s\"): in use by %s", idx, b->path, holder);
+	else if (ret < 0)
 		berr(err, errlen, "branch #%u (\"%s\"): %s", idx, b->path, why);
+	if (ret < 0) {
 		free(m);
 		return ret;
 	}

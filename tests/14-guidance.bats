@@ -1,6 +1,9 @@
 #!/usr/bin/env bats
-# Messages that say what to do (issue 17): an option of mergerfs,
-# fuse-overlayfs or overlayfs says what stackfs does instead.
+# Messages that say what to do (issue 17): a mount whose daemon died is
+# named as such, with the command that removes it; a busy unmount names
+# the processes holding the mount, as fuser would; a branch in use names
+# the mount using it; an option of mergerfs, fuse-overlayfs or overlayfs
+# says what stackfs does instead.
 
 load helpers/common
 
@@ -13,11 +16,127 @@ teardown_file() {
 }
 
 setup() {
-	sfs_setup_branches
+	sfs_setup_branches upper2 mnt2
+	echo lo >"$LO/f"
+	mkdir -p "$LO/d"
+	PIDS=$BATS_TEST_TMPDIR/pids
 }
 
+# the processes a test started, ended by their pid before the unmounts
 teardown() {
+	local p
+	if [[ -f $PIDS ]]; then
+		while read -r p; do
+			kill -KILL "$p" 2>/dev/null
+		done <"$PIDS"
+		while read -r p; do
+			sfs_wait_gone "$p" 5
+		done <"$PIDS"
+	fi
 	sfs_cleanup
+}
+
+# bg CMD...: runs CMD in the background (its output to /dev/null),
+# records its pid for teardown, and sets BG to it.
+bg() {
+	"$@" >/dev/null 2>&1 &
+	BG=$!
+	echo "$BG" >>"$PIDS"
+}
+
+# wait_for TEST...: until the test holds, 10 s at most.
+wait_for() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		"$@" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# ---------------------------------------------------------- a dead daemon
+
+@test "after the daemon is killed, status, branch, diff and fsck say it is gone and to run stackfs umount, which removes the mount" {
+	sfs_mount "$UP:$LO" "$MNT"
+	local pid mm cmd
+	pid=$(sfs_daemon_pid "$MNT")
+	mm=$(findmnt -rn -o MAJ:MIN -M "$MNT")
+	[[ -n $pid && -d $SFS_RUNTIME/$mm ]] || fail "no daemon or runtime directory"
+	kill -KILL "$pid"
+	sfs_wait_gone "$pid" || fail "the daemon did not die"
+	run ls "$MNT"
+	[[ $output == *"not connected"* ]] || fail "the dead mount answers: $output"
+	for cmd in "status $MNT" "branch list $MNT" "branch remove $MNT #0" "diff $MNT" "fsck $MNT"; do
+		# shellcheck disable=SC2086
+		run --separate-stderr "$SFS" $cmd
+		assert_refused
+		[[ $stderr == *"$MNT: the stackfs daemon of this mount is gone (pid $pid is not running"* &&
+			$stderr == *"run 'stackfs umount $MNT'"* ]] || fail "stackfs $cmd: $stderr"
+		[[ $stderr != *"Connection refused"* && $stderr != *"not connected"* ]] ||
+			fail "stackfs $cmd still says: $stderr"
+	done
+	run -0 "$SFS" umount "$MNT"
+	! sfs_is_mounted "$MNT" || fail "still mounted"
+	[[ ! -e $SFS_RUNTIME/$mm/pid && ! -e $SFS_RUNTIME/$mm/ctl ]] ||
+		fail "the dead daemon's runtime files are left: $(ls -la "$SFS_RUNTIME/$mm")"
+}
+
+# ---------------------------------------------------------- a busy mount
+
+@test "stackfs umount of a busy mount names each process holding it and what it holds, as fuser would" {
+	sfs_require_cmd python3
+	sfs_mount "$UP:$LO" "$MNT"
+	local cwd open map
+	bg bash -c 'cd "$1" && exec sleep 600' cwd "$MNT/d"
+	cwd=$BG
+	bg bash -c 'exec sleep 600 <"$1"' open "$MNT/f"
+	open=$BG
+	bg python3 -c '
+import mmap, sys, time
+f = open(sys.argv[1], "rb")
+m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+f.close()
+time.sleep(600)' "$MNT/f"
+	map=$BG
+	mkdir -p "$MNT/sub" "$T/elsewhere"
+	sfs_record mount "$MNT/sub"
+	mount --bind "$T/elsewhere" "$MNT/sub"
+	wait_for grep -q "$MNT/f" "/proc/$map/maps" || fail "python3 did not map $MNT/f"
+	wait_for test "$(readlink "/proc/$cwd/cwd")" = "$MNT/d" || fail "no cwd in the mount"
+	wait_for test "$(readlink "/proc/$open/fd/0")" = "$MNT/f" || fail "no open file"
+	run -1 --separate-stderr "$SFS" umount "$MNT"
+	[[ $stderr == *"$MNT: busy, in use by:"* ]] || fail "$stderr"
+	[[ $stderr == *"pid $cwd (sleep): working directory $MNT/d"* ]] || fail "no cwd: $stderr"
+	[[ $stderr == *"pid $open (sleep): open file $MNT/f (fd 0)"* ]] || fail "no open file: $stderr"
+	[[ $stderr == *"pid $map (python3): mapped file $MNT/f"* ]] || fail "no mapped file: $stderr"
+	[[ $stderr == *"a mount on $MNT/sub"* ]] || fail "no mount on top: $stderr"
+	sfs_is_mounted "$MNT" || fail "unmounted while busy"
+	umount "$MNT/sub"
+	kill -KILL "$cwd" "$open" "$map"
+	sfs_wait_gone "$cwd" && sfs_wait_gone "$open" && sfs_wait_gone "$map"
+	run -0 "$SFS" umount "$MNT"
+}
+
+# ---------------------------------------------------------- a branch in use
+
+@test "a rw branch in use: mount, branch add, fsck --repair and commit name the mount using it" {
+	sfs_mount "$UP:$LO" "$MNT"
+	local pid who
+	pid=$(sfs_daemon_pid "$MNT")
+	who="the stackfs mount on $MNT, stackfsd pid $pid"
+	sfs_record stackfs "$MNT2"
+	run -1 --separate-stderr "$SFS" mount "$UP:$LO" "$MNT2"
+	[[ $stderr == *"in use by $who"* ]] || fail "mount: $stderr"
+	! sfs_is_mounted "$MNT2" || fail "mounted twice"
+	sfs_mount "$UPPER2:$LO" "$MNT2"
+	run -1 --separate-stderr "$SFS" branch add "$MNT2" "$UP" --mode rw
+	[[ $stderr == *"in use by $who"* ]] || fail "branch add: $stderr"
+	run -8 --separate-stderr "$SFS" fsck --repair "$UP"
+	[[ $stderr == *"branch is in use by a mounted stackfs ($who): not repaired"* ]] ||
+		fail "fsck: $stderr"
+	run -1 --separate-stderr "$SFS" commit "$UP" --into "$LO"
+	[[ $stderr == *"$UP: branch is in use by a mounted stackfs ($who): unmount it first"* ]] ||
+		fail "commit: $stderr"
 }
 
 # ---------------------------------------------------------- others' options
