@@ -21,7 +21,9 @@ const struct sfs_optdef sfs_optlist[] = {
 	     "the whiteout format written (default wh)\n"),
 	OURS("timeout=", TIMEOUT, "SECONDS",
 	     "how long the kernel caches entries and\n"
-	     "attributes (default 60)\n"),
+	     "attributes (default 60); a change made\n"
+	     "directly in a branch shows in the view only\n"
+	     "after it: 0 shows it at once\n"),
 	OURS("readahead=", READAHEAD, "KIB",
 	     "readahead window of the mount (default 512;\n"
 	     "0: the kernel's)\n"),

@@ -3,7 +3,9 @@
 # named as such, with the command that removes it; a busy unmount names
 # the processes holding the mount, as fuser would; a branch in use names
 # the mount using it; an option of mergerfs, fuse-overlayfs or overlayfs
-# says what stackfs does instead.
+# says what stackfs does instead. And the documented limit of the kernel
+# cache: a change made directly in a branch shows only after timeout=
+# seconds, at once with timeout=0.
 
 load helpers/common
 
@@ -173,4 +175,23 @@ EOF
 	run -2 --separate-stderr "$SFS" mount -o frobnicate "$UP:$LO" "$MNT"
 	[[ $stderr == "stackfs: unknown option 'frobnicate' (stackfs mount --help lists the options)" ]] ||
 		fail "$stderr"
+}
+
+# ---------------------------------------------------------- kernel caches
+
+@test "a file deleted directly in a branch stays visible until timeout= (documented); with timeout=0 it goes at once" {
+	sfs_mount "$UP:$LO" "$MNT"
+	stat "$MNT/f" >/dev/null || fail "f not seen"
+	rm "$LO/f"
+	# the documented limit: the kernel's cache still has it
+	stat "$MNT/f" >/dev/null || fail "with timeout=60 the deleted file went at once (update the docs)"
+	run -0 "$SFS" umount "$MNT"
+	echo lo >"$LO/g"
+	sfs_mount "$UP:$LO" "$MNT" timeout=0
+	stat "$MNT/g" >/dev/null || fail "g not seen"
+	rm "$LO/g"
+	run stat "$MNT/g"
+	assert_failure
+	grep -q 'timeout=0' "$SFS_REPO/README.md" || fail "the README does not give timeout=0"
+	grep -qF 'B \-o timeout=0' "$SFS_REPO/cli/man/stackfs.8" || fail "stackfs.8 does not give timeout=0"
 }
