@@ -344,15 +344,15 @@ static void ids_by_order(struct sfs_snap *s)
 }
 
 /* A rw branch root that other users can write: said at mount, on the
- * terminal and in the log (the mount goes on: such a layout is common,
- * and the metadata directory is checked on its own). */
+ * terminal and in the log (sfs_log shows warnings on the terminal until
+ * the daemon is in the background; the mount goes on: such a layout is
+ * common, and the metadata directory is checked on its own). */
 static void warn_writers(const struct sfs_branch *b, unsigned idx)
 {
 	char msg[1024];
 
 	if (sfs_root_writers(b->root_fd, msg, sizeof(msg)) != 1)
 		return;
-	fprintf(stderr, "stackfs: warning: branch #%u (\"%s\"): %s\n", idx, b->path, msg);
 	sfs_log(SFS_LOG_WARN, "branch #%u (\"%s\"): %s", idx, b->path, msg);
 }
 

@@ -4,7 +4,8 @@
  * last errors and warnings are also kept in a ring, which `stackfs
  * status` shows: the log may be somewhere the user cannot read or has not
  * found. Until sfs_log_setup, lines go to stderr (the command line's
- * errors are the user's to see). */
+ * errors are the user's to see); after it, until the daemon is in the
+ * background, errors and warnings go to stderr too. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -26,6 +27,10 @@
 static enum sfs_log_to log_to = SFS_LOG_TO_STDERR;
 static int log_fd = -1;           /* the FILE of log=, O_APPEND */
 static int debug;
+/* The daemon serves in the background: its stderr is /dev/null. Until
+ * then errors and warnings are shown on the terminal too (they are about
+ * the mount being made), wherever the log goes. */
+static bool detached;
 
 /* The ring of the last errors and warnings (status: last_error lines). */
 static pthread_mutex_t ring_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -155,6 +160,11 @@ bool sfs_log_keeps_stderr(void)
 	return log_to == SFS_LOG_TO_STDERR;
 }
 
+void sfs_log_detached(void)
+{
+	detached = true;
+}
+
 /* ---- writing lines -------------------------------------------------- */
 
 /* "2026-12-03T10:11:12+0100" (local time, as syslog readers show it). */
@@ -237,8 +247,8 @@ void sfs_log(int level, const char *fmt, ...)
 		write_file_line(now, level, msg);
 	else if (log_to == SFS_LOG_TO_SYSLOG)
 		syslog(level, "%s", msg);
-	else
-		fprintf(stderr, "stackfs: %s\n", msg);
+	if (log_to == SFS_LOG_TO_STDERR || (!detached && level <= SFS_LOG_WARN))
+		fprintf(stderr, "stackfs: %s%s\n", level == SFS_LOG_WARN ? "warning: " : "", msg);
 }
 
 /* A request answered with a failure (not an expected answer: stats.c).

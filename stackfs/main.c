@@ -89,15 +89,20 @@ static int branches_open(const struct sfs_opts *o, struct sfs_snap **out)
 }
 
 /* The FILE of -o log=, opened now: its errors are the user's to see,
- * and after the branches, so that a refused mount creates no file. */
+ * and after the branches, so that a refused mount creates no file. From
+ * here on lines go to the log (and, until the daemon is in the
+ * background, errors and warnings to the terminal too): what happens
+ * while the mount is made belongs in the log. */
 static int log_open(const struct sfs_opts *o)
 {
 	char err[SFS_MSG_MAX];
 
-	if (o->log_to != SFS_LOG_TO_FILE || sfs_log_open_file(o->log_file, err, sizeof(err)) == 0)
-		return 0;
-	sfs_errmsg("log file %s", err);
-	return 1;
+	if (o->log_to == SFS_LOG_TO_FILE && sfs_log_open_file(o->log_file, err, sizeof(err)) < 0) {
+		sfs_errmsg("log file %s", err);
+		return 1;
+	}
+	sfs_log_setup(o);
+	return 0;
 }
 
 /* Checks the mount point and makes it absolute: the daemon leaves its
@@ -173,7 +178,6 @@ static int serve(struct fuse_session *se, const struct sfs_opts *o)
 
 	if (!o->foreground && daemonize(&notify) < 0)
 		return 1;
-	sfs_log_setup(o);
 	if (sfs_runtime_publish(o->mountpoint, getpid()) < 0)
 		sfs_log(SFS_LOG_WARN, "cannot publish pid under %s", sfs_runtime_base());
 	else if (sfs_control_start() < 0)
@@ -184,6 +188,7 @@ static int serve(struct fuse_session *se, const struct sfs_opts *o)
 			o->readahead_kb, strerror(-ret));
 	if (notify >= 0) {
 		detach_stdio();
+		sfs_log_detached();
 		if (write(notify, "", 1) != 1)
 			sfs_log(SFS_LOG_WARN, "cannot tell the parent the mount is live");
 		close(notify);
