@@ -2103,8 +2103,7 @@ static int run_commit(int argc, char **argv)
 			/* name the mount to unmount */
 			char who[PATH_MAX + 256];
 
-			if (sfs_runtime_lock_holder(fd, SFS_METADIR_NAME "/" SFS_META_LOCK, who,
-						    sizeof(who)) == 0)
+			if (sfs_runtime_lock_holder(fd, who, sizeof(who)) == 0)
 				efail(early, sizeof(early), "%s: branch is in use by a mounted "
 				      "stackfs (%s): unmount it first\n", p, who);
 			else

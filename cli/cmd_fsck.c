@@ -233,8 +233,7 @@ static void in_use_by(int root_fd, bool locked, pid_t holder, char *buf, size_t 
 	char who[PATH_MAX + 256];
 
 	buf[0] = '\0';
-	if (locked && sfs_runtime_lock_holder(root_fd, SFS_METADIR_NAME "/" SFS_META_LOCK,
-					      who, sizeof(who)) == 0)
+	if (locked && sfs_runtime_lock_holder(root_fd, who, sizeof(who)) == 0)
 		snprintf(buf, len, " (%s)", who);
 	else if (holder > 0)
 		snprintf(buf, len, " (stackfsd pid %d)", (int)holder);

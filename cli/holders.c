@@ -6,10 +6,10 @@
  *
  * Nothing here enters the mount (its daemon may be stuck): an fd's mount
  * is in /proc/PID/fdinfo (mnt_id), a mapping's device in /proc/PID/maps,
- * and the directories' and executable's mount comes from statx of the
- * /proc links with AT_STATX_DONT_SYNC, which FUSE answers from its cache
- * (the mount id is the VFS's own). Only the processes the caller may look
- * at are seen: root sees all. */
+ * and the directories' and executable's mount is that of an O_PATH open
+ * of the /proc link (the walk jumps to the link's target: no lookup, no
+ * revalidation, no open request), read back from our own fdinfo. Only
+ * the processes the caller may look at are seen: root sees all. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -64,19 +64,17 @@ static void link_target(pid_t pid, const char *name, char *buf, size_t len)
 	buf[n] = '\0';
 }
 
-/* The mount id of an fd, from its fdinfo; 0 when unknown. */
-static unsigned fd_mnt_id(int fdinfo_dir, const char *fd)
+/* The mount id of fd FD of process pid, from its fdinfo; 0 if unknown. */
+static unsigned fd_mnt_id(pid_t pid, const char *fd)
 {
-	char line[128];
+	char path[NAME_MAX + 64], line[128];
 	unsigned id = 0;
-	int f = openat(fdinfo_dir, fd, O_RDONLY | O_CLOEXEC);
-	FILE *s = f < 0 ? NULL : fdopen(f, "re");
+	FILE *s;
 
-	if (!s) {
-		if (f >= 0)
-			close(f);
+	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%s", (int)pid, fd);
+	s = fopen(path, "re");
+	if (!s)
 		return 0;
-	}
 	while (fgets(line, sizeof(line), s))
 		if (sscanf(line, "mnt_id: %u", &id) == 1)
 			break;
@@ -93,7 +91,7 @@ static void scan_fds(struct holders *h, pid_t pid, const char *comm)
 	snprintf(path, sizeof(path), "/proc/%d/fdinfo", (int)pid);
 	d = opendir(path);
 	while (d && (e = readdir(d))) {
-		if (e->d_name[0] == '.' || fd_mnt_id(dirfd(d), e->d_name) != h->m->id)
+		if (e->d_name[0] == '.' || fd_mnt_id(pid, e->d_name) != h->m->id)
 			continue;
 		snprintf(fd, sizeof(fd), "fd/%s", e->d_name);
 		link_target(pid, fd, target, sizeof(target));
@@ -112,11 +110,18 @@ static void scan_links(struct holders *h, pid_t pid, const char *comm)
 	char path[64], target[PATH_MAX];
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		struct statx sx;
+		char fd[16];
+		int pfd;
+		unsigned id;
 
 		snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, names[i]);
-		if (statx(AT_FDCWD, path, AT_STATX_DONT_SYNC, STATX_MNT_ID, &sx) < 0 ||
-		    !(sx.stx_mask & STATX_MNT_ID) || sx.stx_mnt_id != h->m->id)
+		pfd = open(path, O_PATH | O_CLOEXEC);
+		if (pfd < 0)
+			continue;
+		snprintf(fd, sizeof(fd), "%d", pfd);
+		id = fd_mnt_id(getpid(), fd);
+		close(pfd);
+		if (id != h->m->id)
 			continue;
 		link_target(pid, names[i], target, sizeof(target));
 		say(h, "pid %d (%s): %s %s", (int)pid, comm, what[i], target);

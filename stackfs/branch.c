@@ -344,15 +344,18 @@ static void ids_by_order(struct sfs_snap *s)
 }
 
 /* A rw branch root that other users can write: said at mount, on the
- * terminal and in the log (sfs_log shows warnings on the terminal until
- * the daemon is in the background; the mount goes on: such a layout is
- * common, and the metadata directory is checked on its own). */
+ * terminal and in the log (the mount goes on: such a layout is common,
+ * and the metadata directory is checked on its own). The terminal line
+ * is written here (sfs_log shows only errors there while the mount is
+ * made), unless the log is the terminal already (-f). */
 static void warn_writers(const struct sfs_branch *b, unsigned idx)
 {
 	char msg[1024];
 
 	if (sfs_root_writers(b->root_fd, msg, sizeof(msg)) != 1)
 		return;
+	if (!sfs_log_keeps_stderr())
+		fprintf(stderr, "stackfs: warning: branch #%u (\"%s\"): %s\n", idx, b->path, msg);
 	sfs_log(SFS_LOG_WARN, "branch #%u (\"%s\"): %s", idx, b->path, msg);
 }
 
@@ -368,8 +371,7 @@ static int meta_open(struct sfs_branch *b, unsigned idx, int style, bool upgrade
 		return -ENOMEM;
 	ret = sfs_meta_open(b->root_fd, style, upgrade, m, why, sizeof(why));
 	/* in use: say by whom, so the user knows what to unmount */
-	if (ret == -EBUSY && sfs_runtime_lock_holder(b->root_fd, SFS_METADIR_NAME "/" SFS_META_LOCK,
-						     holder, sizeof(holder)) == 0)
+	if (ret == -EBUSY && sfs_runtime_lock_holder(b->root_fd, holder, sizeof(holder)) == 0)
 		berr(err, errlen, "branch #%u (\"%s\"): in use by %s", idx, b->path, holder);
 	else if (ret < 0)
 		berr(err, errlen, "branch #%u (\"%s\"): %s", idx, b->path, why);

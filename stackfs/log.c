@@ -5,7 +5,7 @@
  * status` shows: the log may be somewhere the user cannot read or has not
  * found. Until sfs_log_setup, lines go to stderr (the command line's
  * errors are the user's to see); after it, until the daemon is in the
- * background, errors and warnings go to stderr too. */
+ * background, errors go to stderr too. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -28,8 +28,9 @@ static enum sfs_log_to log_to = SFS_LOG_TO_STDERR;
 static int log_fd = -1;           /* the FILE of log=, O_APPEND */
 static int debug;
 /* The daemon serves in the background: its stderr is /dev/null. Until
- * then errors and warnings are shown on the terminal too (they are about
- * the mount being made), wherever the log goes. */
+ * then errors are shown on the terminal too (they are about the mount
+ * being made: libfuse's "mount failed" among them), wherever the log
+ * goes; a warning that the user must see says so itself (branch.c). */
 static bool detached;
 
 /* The ring of the last errors and warnings (status: last_error lines). */
@@ -247,8 +248,8 @@ void sfs_log(int level, const char *fmt, ...)
 		write_file_line(now, level, msg);
 	else if (log_to == SFS_LOG_TO_SYSLOG)
 		syslog(level, "%s", msg);
-	if (log_to == SFS_LOG_TO_STDERR || (!detached && level <= SFS_LOG_WARN))
-		fprintf(stderr, "stackfs: %s%s\n", level == SFS_LOG_WARN ? "warning: " : "", msg);
+	if (log_to == SFS_LOG_TO_STDERR || (!detached && level <= SFS_LOG_ERR))
+		fprintf(stderr, "stackfs: %s\n", msg);
 }
 
 /* A request answered with a failure (not an expected answer: stats.c).

@@ -13,7 +13,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "common/bio.h"
 #include "stackfs/runtime.h"
+#include "whiteout/metadir.h"
 
 /* What sfs_runtime_publish made, for sfs_runtime_unpublish. */
 static char *published_dir;
@@ -519,7 +521,7 @@ static int match_id(const struct mi_line *m, void *arg)
  * server where one of them points). */
 static bool pid_has_file(pid_t pid, dev_t dev, ino_t ino)
 {
-	char path[64], line[128];
+	char path[NAME_MAX + 64], line[128];
 	struct dirent *e;
 	bool found = false;
 	DIR *d;
@@ -529,15 +531,12 @@ static bool pid_has_file(pid_t pid, dev_t dev, ino_t ino)
 	while (d && !found && (e = readdir(d))) {
 		unsigned long long fino = 0;
 		struct mnt_dev md = { 0 };
-		int fd;
 		FILE *f;
 
 		if (e->d_name[0] == '.')
 			continue;
-		fd = openat(dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC);
-		f = fd < 0 ? NULL : fdopen(fd, "re");
-		if (!f && fd >= 0)
-			close(fd);
+		snprintf(path, sizeof(path), "/proc/%d/fdinfo/%s", (int)pid, e->d_name);
+		f = fopen(path, "re");
 		while (f && fgets(line, sizeof(line), f)) {
 			sscanf(line, "mnt_id: %u", &md.id);
 			sscanf(line, "ino: %llu", &fino);
@@ -564,15 +563,28 @@ static void describe(pid_t pid, char *buf, size_t len)
 	snprintf(buf, len, "'%s' (pid %d)", cmd, (int)pid);
 }
 
-int sfs_runtime_lock_holder(int root_fd, const char *lock, char *buf, size_t len)
+/* The lock file of a rw branch, through the branch seam. */
+static int lock_stat(int root_fd, struct stat *st)
+{
+	int dir_fd = sfs_do_open(root_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY, 0), ret;
+
+	if (dir_fd < 0)
+		return dir_fd;
+	ret = sfs_do_stat(dir_fd, SFS_META_LOCK, st);
+	close(dir_fd);
+	return ret;
+}
+
+int sfs_runtime_lock_holder(int root_fd, char *buf, size_t len)
 {
 	struct stat st;
 	struct dirent *e;
 	pid_t found = 0;
 	DIR *proc;
+	int ret = lock_stat(root_fd, &st);
 
-	if (fstatat(root_fd, lock, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return -errno;
+	if (ret < 0)
+		return ret;
 	proc = opendir("/proc");
 	if (!proc)
 		return -errno;

@@ -49,12 +49,12 @@ int sfs_runtime_daemon_gone(unsigned major, unsigned minor, pid_t *pid);
  * major:minor, once its mount is gone; never a live daemon's. */
 void sfs_runtime_remove_stale(unsigned major, unsigned minor, pid_t pid);
 
-/* Who holds the file `lock` (relative to root_fd: ".stackfs/lock" of a
- * rw branch) open, and so maybe its lock: "the stackfs mount on MP
- * (stackfsd pid N)", or the command line and pid of another process, in
- * buf. Found by the fds of every process (fdinfo: inode and mount), so
- * it sees only the processes the caller may look at. 0, -ENOENT when
- * none is found, or -errno. */
-int sfs_runtime_lock_holder(int root_fd, const char *lock, char *buf, size_t len);
+/* Who holds the lock file of the rw branch root_fd (BRANCH/.stackfs/lock)
+ * open, and so maybe its lock: "the stackfs mount on MP, stackfsd pid
+ * N", or the command line and pid of another process, in buf. Found by
+ * the fds of every process (fdinfo: inode and mount), so it sees only
+ * the processes the caller may look at. 0, -ENOENT when none is found,
+ * or -errno. */
+int sfs_runtime_lock_holder(int root_fd, char *buf, size_t len);
 
 #endif

@@ -406,8 +406,8 @@ int sfs_log_open_file(const char *path, char *err, size_t errlen);
 void sfs_log_setup(const struct sfs_opts *o);
 /* Whether lines go to stderr (which the background daemon then keeps). */
 bool sfs_log_keeps_stderr(void);
-/* The daemon is in the background: errors and warnings are no longer
- * also shown on the terminal it was started from. */
+/* The daemon is in the background: errors are no longer also shown on
+ * the terminal it was started from. */
 void sfs_log_detached(void);
 /* A request answered with failure err (rate-limited). */
 void sfs_log_failure(const char *op, int err);

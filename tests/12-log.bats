@@ -125,7 +125,7 @@ small_upper() {
 	sfs_record pid "$(sfs_daemon_pid "$MNT"):$MNT"
 	ls "$MNT/mp" 2>/dev/null || true
 	run -0 cat "$BATS_TEST_TMPDIR/err"
-	assert_line --partial "stackfs: warning: branch $LO: /mp: a mount point inside the branch"
+	assert_line --partial "stackfs: branch $LO: /mp: a mount point inside the branch"
 	[[ $(status_val log) == stderr ]] || fail "status log: $(status_val log)"
 }
 
