@@ -13,6 +13,17 @@
 #define SFS_EXIT_FAIL  1 /* the operation failed */
 #define SFS_EXIT_USAGE 2 /* bad command line */
 
+/* One option of a command: the table its --help prints and main.c
+ * checks the command line against before the command runs, so that what
+ * a command accepts is what its help lists (tests/98-docs.bats holds
+ * stackfs(1), the README and the completion to that help). */
+struct sfs_flag {
+	const char *sub;                   /* the subcommand it is of (branch ADD), or NULL */
+	const char *name;                  /* "--json", "-o" */
+	const char *arg;                   /* its argument's name, or NULL */
+	const char *help;                  /* lines ending in '\n' */
+};
+
 struct sfs_cmd {
 	const char *name;
 	const char *alias;                 /* another name, or NULL */
@@ -20,6 +31,10 @@ struct sfs_cmd {
 	const char *usage;                 /* "stackfs NAME ARGS" lines */
 	const char *summary;               /* one line for the command list */
 	const char *help;                  /* details after the usage, or NULL */
+	const struct sfs_flag *flags;      /* ended by { 0 }; NULL: none */
+	bool subcommands;                  /* argv[1] is a subcommand (branch) */
+	bool mount_options;                /* its help lists the -o options */
+	int usage_exit;                    /* exit code of a usage error, 0: 2 */
 };
 
 extern const struct sfs_cmd sfs_cmd_mount;
@@ -79,8 +94,32 @@ void sfs_json_branch(FILE *f, const struct sfs_branch_row *r);
 int sfs_ctl_call(const char *mp, const char *const *words, char **body,
 		 char *err, size_t errlen);
 
+/* When the daemon of the stackfs mount ma:mi on mp is gone (killed,
+ * crashed: its mount is left, answering ENOTCONN): true, with a message
+ * saying so and to run `stackfs umount MP` in err. */
+bool sfs_cli_gone_msg(const char *mp, unsigned ma, unsigned mi, char *err, size_t errlen);
+/* Prints a failed sfs_ctl_call's message: "stackfs: CMD [SUB]: ERR
+ * (errno text)", without the errno text when the daemon is gone. */
+void sfs_cli_ctl_error(const char *cmd, const char *sub, const char *err, int ret);
+/* When err (ENOTCONN) comes from path being in a stackfs mount whose
+ * daemon is gone: true, with that message in msg. */
+bool sfs_cli_gone_path(const char *path, int err, char *msg, size_t len);
+
+/* holders.c: prints to f one line per process (pid, command, what it
+ * holds: an open file, its working or root directory, executable, a
+ * mapped file) and per mount on top that keeps the mount m busy, at
+ * most 20 and a count of the rest. Returns how many it found, or -errno. */
+struct sfs_mountinfo;
+int sfs_cli_print_holders(FILE *f, const struct sfs_mountinfo *m);
+
 /* Prints the usage and help of cmd to stdout. */
 void sfs_cli_cmd_help(const struct sfs_cmd *cmd);
+/* flags.c: cmd's options, as its help lists them (after its text). */
+void sfs_cli_flags_help(const struct sfs_cmd *cmd);
+/* flags.c: 0 when every option of argv (argv[0] the command's name, up
+ * to a "--") is in cmd's table; else a usage error naming the first
+ * that is not, and cmd's usage exit code. */
+int sfs_cli_check_flags(const struct sfs_cmd *cmd, int argc, char **argv);
 /* A usage error of cmd: "stackfs: NAME: MSG" and the usage line on
  * stderr. Returns SFS_EXIT_USAGE. */
 int sfs_cli_usage_error(const struct sfs_cmd *cmd, const char *fmt, ...)

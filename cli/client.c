@@ -1,5 +1,6 @@
 /* The client side of the control channel (protocol: stackfs/control.h). */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <poll.h>
 #include <stdio.h>
@@ -97,13 +98,65 @@ static int connect_mount(const char *mp, long long deadline, char *err, size_t e
 	ret = fd < 0 ? -errno : set_send_timeout(fd, deadline);
 	if (ret == 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
 		ret = errno == EAGAIN || errno == EINPROGRESS ? -ETIMEDOUT : -errno;
+	if (fd >= 0 && ret < 0)
+		close(fd);
+	if (ret < 0 && ret != -ETIMEDOUT && sfs_cli_gone_msg(mp, ma, mi, err, errlen))
+		return -ENOTCONN;
 	if (ret < 0) {
 		snprintf(err, errlen, "%s: control channel %s: %s", mp, a.sun_path, strerror(-ret));
-		if (fd >= 0)
-			close(fd);
 		return ret;
 	}
 	return fd;
+}
+
+void sfs_cli_ctl_error(const char *cmd, const char *sub, const char *err, int ret)
+{
+	/* a dead daemon's message says all there is (ENOTCONN) */
+	if (ret == -ENOTCONN)
+		fprintf(stderr, "stackfs: %s%s%s: %s\n", cmd, sub ? " " : "", sub ? sub : "", err);
+	else
+		fprintf(stderr, "stackfs: %s%s%s: %s (%s)\n", cmd, sub ? " " : "", sub ? sub : "",
+			err, strerror(-ret));
+}
+
+/* The mount at or above path, walked up by name (a dead mount answers
+ * ENOTCONN to anything that enters it, realpath included). */
+bool sfs_cli_gone_path(const char *path, int err, char *msg, size_t len)
+{
+	char cwd[PATH_MAX], *p = NULL, *slash;
+	bool gone = false;
+
+	if (err != ENOTCONN)
+		return false;
+	if (path[0] == '/' ? asprintf(&p, "%s", path) < 0 :
+	    !getcwd(cwd, sizeof(cwd)) || asprintf(&p, "%s/%s", cwd, path) < 0)
+		return false;
+	for (;;) {
+		struct sfs_mountinfo mi;
+
+		if (sfs_runtime_find_mountinfo(p, &mi) == 0 && !strcmp(mi.fstype, "fuse.stackfs")) {
+			gone = sfs_cli_gone_msg(p, mi.major, mi.minor, msg, len);
+			break;
+		}
+		slash = strrchr(p, '/');
+		if (!slash || slash == p)
+			break;
+		*slash = '\0';
+	}
+	free(p);
+	return gone;
+}
+
+bool sfs_cli_gone_msg(const char *mp, unsigned ma, unsigned mi, char *err, size_t errlen)
+{
+	pid_t pid;
+
+	if (sfs_runtime_daemon_gone(ma, mi, &pid) != 1)
+		return false;
+	snprintf(err, errlen, "%s: the stackfs daemon of this mount is gone (pid %d is not "
+		 "running: it crashed or was killed); run 'stackfs umount %s' to remove the "
+		 "mount, then mount it again", mp, (int)pid, mp);
+	return true;
 }
 
 /* The request in one send, all of it or an error (a partial send: the

@@ -53,7 +53,7 @@ static int call(const char *mp, const char *const *w, char **body)
 	int ret = sfs_ctl_call(mp, w, body, err, sizeof(err));
 
 	if (ret < 0) {
-		fprintf(stderr, "stackfs: branch %s: %s (%s)\n", w[0], err, strerror(-ret));
+		sfs_cli_ctl_error("branch", w[0], err, ret);
 		return SFS_EXIT_FAIL;
 	}
 	return SFS_EXIT_OK;
@@ -125,7 +125,7 @@ static int rows_fetch(const char *mp, const char *what, struct rows *t)
 	t->r = NULL;
 	t->n = 0;
 	if (ret < 0) {
-		fprintf(stderr, "stackfs: branch %s: %s (%s)\n", what, err, strerror(-ret));
+		sfs_cli_ctl_error("branch", what, err, ret);
 		return SFS_EXIT_FAIL;
 	}
 	for (char *l = strtok_r(t->body, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
@@ -393,6 +393,18 @@ static int run(int argc, char **argv)
 	return sfs_cli_usage_error(&sfs_cmd_branch, "unknown subcommand '%s'", argv[1]);
 }
 
+static const struct sfs_flag branch_flags[] = {
+	{ "list", "--json", NULL, "print a JSON array on stdout\n" },
+	{ "add", "--mode", "rw|ro", "the new branch's mode (default ro)\n" },
+	{ "add", "--position", "N", "insert it at position N (0 = highest)\n" },
+	{ "add", "--top", NULL, "make it the highest branch (the default)\n" },
+	{ "add", "--bottom", NULL, "make it the lowest branch\n" },
+	{ "remove", "--id", "ID", "the branch of that stable id\n" },
+	{ "remove", "--force", NULL, "remove it even with open files or unmerged changes\n" },
+	{ "mode", "--id", "ID", "the branch of that stable id\n" },
+	{ 0 }
+};
+
 const struct sfs_cmd sfs_cmd_branch = {
 	.name = "branch",
 	.run = run,
@@ -413,4 +425,6 @@ const struct sfs_cmd sfs_cmd_branch = {
 		"line: \"removed branch #2 (id 3) /srv/up (rw)\".\n"
 		"  mode     make a branch rw or ro\n"
 		"Only root and the user who mounted may change branches (else EPERM).\n",
+	.flags = branch_flags,
+	.subcommands = true,
 };

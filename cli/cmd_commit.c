@@ -2035,7 +2035,7 @@ static int run_commit(int argc, char **argv)
 
 	opterr = 0;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "i:kj", long_opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
 		switch (opt) {
 		case 'i':
 			c.into = optarg;
@@ -2099,14 +2099,22 @@ static int run_commit(int argc, char **argv)
 		int fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC), lk;
 
 		lk = fd < 0 ? -errno : sfs_meta_lock(fd, true);
-		if (fd >= 0)
-			close(fd);
 		if (lk == -EBUSY) {
-			efail(early, sizeof(early), "%s: branch is in use by a mounted stackfs "
-				"(unmount it first)\n", p);
+			/* name the mount to unmount */
+			char who[PATH_MAX + 256];
+
+			if (sfs_runtime_lock_holder(fd, who, sizeof(who)) == 0)
+				efail(early, sizeof(early), "%s: branch is in use by a mounted "
+				      "stackfs (%s): unmount it first\n", p, who);
+			else
+				efail(early, sizeof(early), "%s: branch is in use by a mounted "
+				      "stackfs (unmount it first)\n", p);
+			close(fd);
 			status = SFS_EXIT_FAIL;
 			goto out;
 		}
+		if (fd >= 0)
+			close(fd);
 		if (lk < 0 && lk != -ENOENT && lk != -ENOTDIR) {
 			efail(early, sizeof(early), "%s/%s/%s: %s\n", p, SFS_METADIR_NAME,
 				SFS_META_LOCK, strerror(-lk));
@@ -2195,6 +2203,14 @@ out:
 	return status;
 }
 
+static const struct sfs_flag commit_flags[] = {
+	{ NULL, "--into", "DIR", "the lower branch (required)\n" },
+	{ NULL, "--keep", NULL, "leave RWBRANCH as it is (else it is emptied, but\n"
+	  ".stackfs)\n" },
+	{ NULL, "--json", NULL, "print the result as one JSON object\n" },
+	{ 0 }
+};
+
 const struct sfs_cmd sfs_cmd_commit = {
 	.name = "commit",
 	.run = run_commit,
@@ -2210,15 +2226,11 @@ const struct sfs_cmd sfs_cmd_commit = {
 		"With branches below LOWERBRANCH in RWBRANCH's last mount (its\n"
 		".stackfs/lowers), LOWERBRANCH keeps whiteouts and marks where they are\n"
 		"needed to hide or find what those branches hold.\n"
-		"\n"
-		"  --into DIR  the lower branch (required)\n"
-		"  --keep      leave RWBRANCH as it is (else it is emptied, but .stackfs)\n"
-		"  --json      print the result as one JSON object\n"
-		"\n"
 		"Refused while either branch is used by a mounted stackfs. A journal in\n"
 		"RWBRANCH/.stackfs/commit makes it safe to interrupt: an error or SIGINT,\n"
 		"SIGTERM, SIGHUP undoes it; a killed commit is finished or undone by the\n"
 		"next `stackfs commit` of the same branches or by `stackfs fsck --repair`\n"
 		"of either (until then neither branch mounts).\n"
 		"Exit status: 0 success, 1 an error (what was done is reported), 2 usage.\n",
+	.flags = commit_flags,
 };

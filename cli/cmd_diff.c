@@ -346,6 +346,8 @@ int sfs_diff_mount_branches(const char *mp, unsigned ma, unsigned mi, struct mbr
 
 	if (ret == 0)
 		return 0;
+	if (ret == -ENOTCONN && sfs_cli_gone_msg(mp, ma, mi, err, errlen))
+		return ret;
 	ret = sfs_runtime_pid(ma, mi, &pid);
 	if (ret < 0) {
 		snprintf(err, errlen, "%s: cannot find the daemon of the mount (%s/%u:%u/pid): %s",
@@ -479,7 +481,7 @@ static int run_diff(int argc, char **argv)
 
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "jl:", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;
@@ -553,6 +555,14 @@ static int run_diff(int argc, char **argv)
 	return status;
 }
 
+static const struct sfs_flag diff_flags[] = {
+	{ NULL, "--json", NULL, "print an array of {\"path\", \"change\"} objects (a\n"
+	  "moved directory also has \"from\": its old path)\n" },
+	{ NULL, "--lower", "DIR", "a branch below BRANCH, highest first (repeat);\n"
+	  "not with a MOUNTPOINT\n" },
+	{ 0 }
+};
+
 const struct sfs_cmd sfs_cmd_diff = {
 	.name = "diff",
 	.run = run_diff,
@@ -571,12 +581,10 @@ const struct sfs_cmd sfs_cmd_diff = {
 		"\n"
 		"MOUNTPOINT: the highest rw branch of that live mount, against the\n"
 		"branches below it. BRANCH: a branch directory, against the branches\n"
-		"below it in its last mount (BRANCH/.stackfs/lowers), or:\n"
-		"  --lower DIR  a branch below BRANCH, highest first (repeat)\n"
-		"  --json       print an array of {\"path\", \"change\"} objects (a moved\n"
-		"               directory also has \"from\": its old path)\n"
-		"\n"
+		"below it in its last mount (BRANCH/.stackfs/lowers), or those given\n"
+		"with --lower.\n"
 		"Exit status: 0 (also when there are changes), 1 an operation error (an\n"
 		"entry that could not be read: the list is printed but incomplete), 2 a\n"
 		"usage error.\n",
+	.flags = diff_flags,
 };

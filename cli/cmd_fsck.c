@@ -225,12 +225,26 @@ static pid_t daemon_holding(int root_fd)
 	return found;
 }
 
+/* " (the stackfs mount on MP, stackfsd pid N)": who uses the branch,
+ * by its lock (locked: held) or as the stackfsd holding its root;
+ * empty when that cannot be told. */
+static void in_use_by(int root_fd, bool locked, pid_t holder, char *buf, size_t len)
+{
+	char who[PATH_MAX + 256];
+
+	buf[0] = '\0';
+	if (locked && sfs_runtime_lock_holder(root_fd, who, sizeof(who)) == 0)
+		snprintf(buf, len, " (%s)", who);
+	else if (holder > 0)
+		snprintf(buf, len, " (stackfsd pid %d)", (int)holder);
+}
+
 /* ------------------------------------------------------------ a view */
 
 /* When root_fd is inside a stackfs view: 1 with a message naming the rw
  * branches to check instead. The view merges the branches and hides the
  * marks fsck checks: checked as a tree it would always look clean. */
-static int view_refusal(int root_fd, char *msg, size_t len)
+static int view_refusal(int root_fd, const char *path, char *msg, size_t len)
 {
 	char mp[PATH_MAX], err[256], *p = msg;
 	struct mbranch *v = NULL;
@@ -238,6 +252,15 @@ static int view_refusal(int root_fd, char *msg, size_t len)
 	unsigned ma, mi;
 	int ret = sfs_cli_stackfs_view(root_fd, mp, sizeof(mp)), w;
 
+	/* a view whose daemon is gone answers ENOTCONN (the message names
+	 * the mount, and fsck names the path before it: once is enough) */
+	if (ret < 0 && sfs_cli_gone_path(path, -ret, msg, len)) {
+		size_t pl = strlen(path);
+
+		if (!strncmp(msg, path, pl) && !strncmp(msg + pl, ": ", 2))
+			memmove(msg, msg + pl + 2, strlen(msg + pl + 2) + 1);
+		return 1;
+	}
 	if (ret <= 0)
 		return 0;
 	w = snprintf(p, left, "a stackfs view (the mount on %s), not a branch: ", mp);
@@ -283,7 +306,7 @@ static int run_fsck(int argc, char **argv)
 
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "rjl:", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'r':
 			o.repair = true;
@@ -332,14 +355,18 @@ static int run_fsck(int argc, char **argv)
 	sfs_progress_init(&o.bar, 0);
 	root_fd = open(o.branch, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (root_fd < 0) {
-		on_message(&o, true, strerror(errno));
+		char gone[PATH_MAX + 512];
+		int err = errno;
+
+		on_message(&o, true, sfs_cli_gone_path(o.branch, err, gone, sizeof(gone)) ?
+			   gone : strerror(err));
 		status = FSCK_EXIT_OPERR;
 		goto out;
 	}
 	{
 		char msg[PATH_MAX + 512];
 
-		if (view_refusal(root_fd, msg, sizeof(msg))) {
+		if (view_refusal(root_fd, o.branch, msg, sizeof(msg))) {
 			on_message(&o, true, msg);
 			status = FSCK_EXIT_OPERR;
 			goto out;
@@ -350,21 +377,17 @@ static int run_fsck(int argc, char **argv)
 	lock_fd = sfs_meta_lock(root_fd, o.repair);
 	holder = lock_fd == -EBUSY ? 0 : daemon_holding(root_fd);
 	in_use = lock_fd == -EBUSY || holder > 0;
-	if (in_use && o.repair) {
-		char msg[128];
+	if (in_use) {
+		char msg[PATH_MAX + 512], who[PATH_MAX + 300];
 
-		if (holder > 0)
-			snprintf(msg, sizeof(msg), "branch is in use by a mounted stackfs "
-				 "(stackfsd pid %d): not repaired", (int)holder);
-		else
-			snprintf(msg, sizeof(msg), "branch is in use by a mounted stackfs: not repaired");
-		on_message(&o, true, msg);
-		status = FSCK_EXIT_OPERR;
-		goto out;
+		in_use_by(root_fd, lock_fd == -EBUSY, holder, who, sizeof(who));
+		snprintf(msg, sizeof(msg), "branch is in use by a mounted stackfs%s: %s", who,
+			 o.repair ? "not repaired" : "what is found may change while fsck runs");
+		on_message(&o, o.repair, msg);
+		status = o.repair ? FSCK_EXIT_OPERR : 0;
+		if (o.repair)
+			goto out;
 	}
-	if (in_use)
-		on_message(&o, false, "branch is in use by a mounted stackfs: what is found "
-			   "may change while fsck runs");
 	if (lock_fd >= 0 && !o.repair) {
 		close(lock_fd);         /* a mount may start meanwhile */
 		lock_fd = -1;
@@ -402,6 +425,20 @@ out:
 	return status;
 }
 
+static const struct sfs_flag fsck_flags[] = {
+	{ NULL, "--repair", NULL, "fix what is safe to fix (refused while the branch is\n"
+	  "in use by a mounted stackfs)\n" },
+	{ NULL, "--force", NULL, "with --repair: repair what lower branches decide\n"
+	  "also when they are not branches the registry\n"
+	  "records\n" },
+	{ NULL, "--json", NULL, "print the result as one JSON object on stdout\n" },
+	{ NULL, "--lower", "DIR", "a branch below BRANCH, highest first (repeat);\n"
+	  "default: those below it in the last mount\n"
+	  "(.stackfs/lowers), each checked to be the branch\n"
+	  "that was mounted (registry)\n" },
+	{ 0 }
+};
+
 const struct sfs_cmd sfs_cmd_fsck = {
 	.name = "fsck",
 	.run = run_fsck,
@@ -412,16 +449,8 @@ const struct sfs_cmd sfs_cmd_fsck = {
 		"inode map, staging and index directories) and, in its tree, whiteouts,\n"
 		"opaque markers, redirects, origin records and reserved names.\n"
 		"A stackfs mount point (a view) is refused: fsck its rw branches.\n"
-		"\n"
-		"  --repair     fix what is safe to fix (refused while the branch is in\n"
-		"               use by a mounted stackfs)\n"
-		"  --json       print the result as one JSON object on stdout\n"
-		"  --lower DIR  a branch below BRANCH, highest first (repeat); default:\n"
-		"               those below it in the last mount (.stackfs/lowers), each\n"
-		"               checked to be the branch that was mounted (registry)\n"
-		"  --force      repair what lower branches decide also when they are\n"
-		"               not branches the registry records\n"
-		"\n"
 		"Exit status (ORed, like e2fsck): 0 clean, 1 problems fixed, 4 problems\n"
 		"left, 8 usage or operational error.\n",
+	.flags = fsck_flags,
+	.usage_exit = FSCK_EXIT_OPERR,
 };

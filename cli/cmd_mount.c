@@ -107,6 +107,14 @@ out_free:
 	return ret;
 }
 
+static const struct sfs_flag mount_flags[] = {
+	{ NULL, "-f", NULL, "stay in the foreground until unmounted\n" },
+	{ NULL, "-d", NULL, "debug: stay in the foreground, log every request\n" },
+	{ NULL, "-o", "OPTS", "mount options, comma separated (below); may be\n"
+	  "given several times\n" },
+	{ 0 }
+};
+
 const struct sfs_cmd sfs_cmd_mount = {
 	.name = "mount",
 	.run = run_mount,
@@ -117,10 +125,8 @@ const struct sfs_cmd sfs_cmd_mount = {
 		"BRANCHES is DIR[=MODE]:DIR[=MODE]..., highest priority first; MODE is\n"
 		"rw or ro (the first branch defaults to rw, the others to ro). Write a\n"
 		"':', '=' or '\\' inside a path with a '\\' before it.\n"
-		"\n"
-		"  -f        stay in the foreground\n"
-		"  -d        debug: log every request\n"
-		"  -o OPTS   mount options, comma separated; may be given several times\n"
-		"\n"
-		"Without -f, the command returns once the mount is live.\n",
+		"Without -f, the command returns once the mount is live; the daemon\n"
+		"logs to syslog (see -o log=).\n",
+	.flags = mount_flags,
+	.mount_options = true,
 };

@@ -4,12 +4,38 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/cli.h"
+#include "stackfs/escape.h"
+
+/* "last_error\tTIME\tLEVEL\tMESSAGE" as "  2026-12-03T10:11:12+0100
+ * warning: MESSAGE", the message as the daemon logged it (one line). */
+static void print_last_error(char *fields, bool *first)
+{
+	char *level = strchr(fields, '\t'), *msg = level ? strchr(level + 1, '\t') : NULL;
+	char when[40];
+	time_t t;
+	struct tm tm;
+
+	if (!msg)
+		return;
+	*level++ = '\0';
+	*msg++ = '\0';
+	t = (time_t)strtoll(fields, NULL, 10);
+	if (!localtime_r(&t, &tm) || !strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S%z", &tm))
+		snprintf(when, sizeof(when), "%s", fields);
+	sfs_unescape(msg);
+	if (*first)
+		printf("last errors and warnings, oldest first:\n");
+	*first = false;
+	printf("  %s %s: %s\n", when, level, msg);
+}
 
 static void print_text(char *body)
 {
 	char *save = NULL;
+	bool first_error = true;
 
 	for (char *l = strtok_r(body, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
 		char *tab = strchr(l, '\t');
@@ -17,6 +43,10 @@ static void print_text(char *body)
 		if (!tab)
 			continue;
 		*tab = '\0';
+		if (!strcmp(l, "last_error")) {
+			print_last_error(tab + 1, &first_error);
+			continue;
+		}
 		printf("%-16s", l);
 		/* each field as a column: tabs in paths came escaped */
 		for (char *f = tab + 1, *next; f; f = next) {
@@ -71,7 +101,7 @@ static void print_json_keys(char **lines)
 	for (char **l = lines; *l; l++) {
 		char *tab = strchr(*l, '\t');
 
-		if (!tab || !strncmp(*l, "branch\t", 7))
+		if (!tab || !strncmp(*l, "branch\t", 7) || !strncmp(*l, "last_error\t", 11))
 			continue;
 		*tab++ = '\0';
 		fputs(first ? "" : ",", stdout);
@@ -110,7 +140,37 @@ static void print_json_branches(char **lines)
 	putchar(']');
 }
 
-/* Branch lines become an array, the rest keys. */
+/* The last_error lines as an array of {"time", "level", "message"}. */
+static void print_json_last_errors(char **lines)
+{
+	bool first = true;
+
+	fputs("\"last_errors\":[", stdout);
+	for (char **l = lines; *l; l++) {
+		char *t, *level, *msg;
+
+		if (strncmp(*l, "last_error\t", 11))
+			continue;
+		t = *l + 11;
+		level = strchr(t, '\t');
+		msg = level ? strchr(level + 1, '\t') : NULL;
+		if (!msg || strspn(t, "0123456789") != (size_t)(level - t) || level == t) {
+			fprintf(stderr, "stackfs: status: malformed last_error line in the reply, left out\n");
+			continue;
+		}
+		*level++ = '\0';
+		*msg++ = '\0';
+		printf("%s{\"time\":%s,\"level\":", first ? "" : ",", t);
+		sfs_json_str(stdout, level);
+		fputs(",\"message\":", stdout);
+		sfs_json_field(stdout, msg);
+		putchar('}');
+		first = false;
+	}
+	fputs("],", stdout);
+}
+
+/* Branch and last_error lines become arrays, the rest keys. */
 static int print_json(char *body)
 {
 	char **lines = split_lines(body);
@@ -119,6 +179,7 @@ static int print_json(char *body)
 		return -ENOMEM;
 	putchar('{');
 	print_json_keys(lines);
+	print_json_last_errors(lines);
 	print_json_branches(lines);
 	puts("}");
 	free(lines);
@@ -145,7 +206,7 @@ static int run(int argc, char **argv)
 		return sfs_cli_usage_error(&sfs_cmd_status, "missing MOUNTPOINT");
 	ret = sfs_ctl_call(mp, w, &body, err, sizeof(err));
 	if (ret < 0) {
-		fprintf(stderr, "stackfs: status: %s (%s)\n", err, strerror(-ret));
+		sfs_cli_ctl_error("status", NULL, err, ret);
 		return SFS_EXIT_FAIL;
 	}
 	ret = 0;
@@ -161,12 +222,21 @@ static int run(int argc, char **argv)
 	return SFS_EXIT_OK;
 }
 
+static const struct sfs_flag status_flags[] = {
+	{ NULL, "--json", NULL, "print one JSON object on stdout\n" },
+	{ 0 }
+};
+
 const struct sfs_cmd sfs_cmd_status = {
 	.name = "status",
 	.run = run,
 	.usage = "usage: stackfs status MOUNTPOINT [--json]",
 	.summary = "Show the branches, options and counters of a live mount",
 	.help = "Counters: lookups, copy-ups and bytes copied, whiteouts written, open\n"
-		"files, the node fds held, their budget (0: none) and reopens, and\n"
-		"errors returned, by errno name.\n",
+		"files, the node fds held, their budget (0: none) and reopens, and the\n"
+		"requests answered with an error, by errno name: failures (error.EIO,\n"
+		"error.ENOSPC...; each is logged) apart from expected answers\n"
+		"(answer.ENOENT, answer.ENODATA...). Then where the daemon logs (log)\n"
+		"and the last errors and warnings it logged.\n",
+	.flags = status_flags,
 };

@@ -3,6 +3,7 @@
  * loop devices right after). */
 #include <errno.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,12 +97,68 @@ static int run_fusermount(const char *mp)
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -ECANCELED;
 }
 
+/* A busy mount: which processes (and mounts on top) hold it, so the
+ * user knows what to close; or only the errno when none can be seen. */
+static void explain_busy(const char *mp, const struct sfs_mountinfo *m, bool said)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	int n = f ? sfs_cli_print_holders(f, m) : -ENOMEM;
+
+	if (f)
+		fclose(f);
+	if (n > 0)
+		fprintf(stderr, "stackfs: umount: %s: busy, in use by:\n%s"
+			"Close those files or leave those directories, then run stackfs umount "
+			"again.\n", mp, text);
+	else if (!said)
+		fprintf(stderr, "stackfs: umount: %s: %s\n", mp, strerror(EBUSY));
+	free(text);
+}
+
+/* The mount on mp, if it is a stackfs one: 0, or an exit code after
+ * saying why not. */
+static int find_stackfs(const char *mp, struct sfs_mountinfo *m)
+{
+	int ret = sfs_runtime_find_mountinfo(mp, m);
+
+	if (ret == -ENOENT) {
+		fprintf(stderr, "stackfs: umount: %s: not mounted\n", mp);
+		return SFS_EXIT_FAIL;
+	}
+	if (ret) {
+		fprintf(stderr, "stackfs: umount: %s: %s\n", mp, strerror(-ret));
+		return SFS_EXIT_FAIL;
+	}
+	if (strcmp(m->fstype, SFS_FSTYPE)) {
+		fprintf(stderr, "stackfs: umount: %s: not a stackfs mount (%s)\n", mp, m->fstype);
+		return SFS_EXIT_FAIL;
+	}
+	return 0;
+}
+
+/* Unmounts mp: 0 or -errno (-ECANCELED: fusermount3 said why). */
+static int unmount(const char *mp, const struct sfs_mountinfo *m)
+{
+	int ret = geteuid() == 0 ? (umount2(mp, 0) < 0 ? -errno : 0) : run_fusermount(mp);
+	struct sfs_mountinfo now;
+
+	if (ret == -EBUSY)
+		explain_busy(mp, m, false);
+	else if (ret == -ECANCELED && sfs_runtime_find_mountinfo(mp, &now) == 0 &&
+		 now.id == m->id)
+		explain_busy(mp, m, true); /* maybe busy: fusermount3 does not say how */
+	else if (ret && ret != -ECANCELED)
+		fprintf(stderr, "stackfs: umount: %s: %s\n", mp, strerror(-ret));
+	return ret;
+}
+
 static int run_umount(int argc, char **argv)
 {
+	struct sfs_mountinfo m;
 	const char *mp;
-	char fstype[64];
-	unsigned major, minor;
-	pid_t pid = 0;
+	pid_t pid = 0, stale = 0;
 	int pidfd = -1, ret, code = SFS_EXIT_FAIL;
 
 	if (argc > 1 && !strcmp(argv[1], "--"))
@@ -114,38 +171,26 @@ static int run_umount(int argc, char **argv)
 	if (mp[0] == '-' && mp[1])
 		return sfs_cli_usage_error(&sfs_cmd_umount, "unknown option '%s'", mp);
 
-	ret = sfs_runtime_find_mount(mp, &major, &minor, fstype, sizeof(fstype));
-	if (ret == -ENOENT) {
-		fprintf(stderr, "stackfs: umount: %s: not mounted\n", mp);
-		return SFS_EXIT_FAIL;
-	}
-	if (ret) {
-		fprintf(stderr, "stackfs: umount: %s: %s\n", mp, strerror(-ret));
-		return SFS_EXIT_FAIL;
-	}
-	if (strcmp(fstype, SFS_FSTYPE)) {
-		fprintf(stderr, "stackfs: umount: %s: not a stackfs mount (%s)\n", mp, fstype);
-		return SFS_EXIT_FAIL;
-	}
-	/* no pid file (or the daemon already died): nothing to wait for */
-	pidfd = daemon_pidfd(major, minor, &pid);
+	ret = find_stackfs(mp, &m);
+	if (ret)
+		return ret;
+	/* no pid file (or the daemon already died): nothing to wait for;
+	 * a dead daemon's files are removed once its mount is gone */
+	pidfd = daemon_pidfd(m.major, m.minor, &pid);
 	if (pidfd == -ENOENT || pidfd == -ESRCH || pidfd == -EINVAL)
 		pid = 0;
 	else if (pidfd < 0 && pidfd != -ENOSYS) {
 		fprintf(stderr, "stackfs: umount: %s: daemon pid %d: %s\n", mp, (int)pid, strerror(-pidfd));
 		goto out;
 	}
+	if (sfs_runtime_daemon_gone(m.major, m.minor, &stale) != 1)
+		stale = 0;
 
-	if (geteuid() == 0)
-		ret = umount2(mp, 0) < 0 ? -errno : 0;
-	else
-		ret = run_fusermount(mp);
-	if (ret) {
-		if (ret != -ECANCELED)
-			fprintf(stderr, "stackfs: umount: %s: %s\n", mp, strerror(-ret));
+	if (unmount(mp, &m))
 		goto out;
-	}
-	if (pid > 0) {
+	if (stale)
+		sfs_runtime_remove_stale(m.major, m.minor, stale);
+	if (pid > 0 && !stale) {
 		ret = wait_daemon(pidfd, pid);
 		if (ret == -ETIMEDOUT) {
 			fprintf(stderr, "stackfs: umount: %s: daemon pid %d did not exit within %d s\n",
@@ -175,5 +220,8 @@ const struct sfs_cmd sfs_cmd_umount = {
 	.help =
 		"Returns once the daemon has exited (at most 30 s), so the branches\n"
 		"and their filesystems are no longer in use. Without root privileges\n"
-		"it runs fusermount3 -u.\n",
+		"it runs fusermount3 -u. A busy mount is left mounted and the\n"
+		"processes using it are named (pid, command, what they hold), as\n"
+		"fuser -m would. A mount whose daemon died (killed, crashed) is\n"
+		"removed, with what the daemon left in the runtime directory.\n",
 };

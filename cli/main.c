@@ -54,6 +54,7 @@ void sfs_cli_cmd_help(const struct sfs_cmd *cmd)
 	printf("\n%s\n", cmd->summary);
 	if (cmd->help)
 		printf("\n%s", cmd->help);
+	sfs_cli_flags_help(cmd);
 }
 
 int sfs_cli_usage_error(const struct sfs_cmd *cmd, const char *fmt, ...)
@@ -117,6 +118,7 @@ int main(int argc, char **argv)
 {
 	const struct sfs_cmd *cmd;
 	const char *arg;
+	int ret;
 
 	if (argc < 2) {
 		usage(stderr);
@@ -139,6 +141,9 @@ int main(int argc, char **argv)
 			sfs_cli_cmd_help(cmd);
 			return SFS_EXIT_OK;
 		}
+		ret = sfs_cli_check_flags(cmd, argc - 1, argv + 1);
+		if (ret)
+			return ret;
 		raise_nofile();
 		return cmd->run(argc - 1, argv + 1);
 	}

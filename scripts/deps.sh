@@ -10,10 +10,12 @@
 # run comes from a package named here.
 set -euo pipefail
 # build and run: the compiler and libraries, fusermount3, and the
-# mount/findmnt/modprobe the scripts call
+# mount/findmnt/modprobe the scripts call; apt for the apt-get below (its
+# archive priority is required, but dpkg records the .deb's "important",
+# which tests/01-deps.bats read as not provided on a fresh chroot)
 run_pkgs=(
 	build-essential pkg-config libfuse3-dev fuse3 libattr1-dev libacl1-dev
-	util-linux mount kmod
+	util-linux mount kmod apt
 )
 # the suite: bats, the filesystems of its loop images, the probes' tools
 test_pkgs=(

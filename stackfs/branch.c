@@ -3,6 +3,7 @@
  * metadata directory of each rw branch. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 
 #include "stackfs/branch.h"
 #include "stackfs/escape.h"
+#include "stackfs/runtime.h"
 #include "stackfs/stackfs.h"
 #include "whiteout/journal.h"
 #include "whiteout/metadir.h"
@@ -343,21 +345,24 @@ static void ids_by_order(struct sfs_snap *s)
 
 /* A rw branch root that other users can write: said at mount, on the
  * terminal and in the log (the mount goes on: such a layout is common,
- * and the metadata directory is checked on its own). */
+ * and the metadata directory is checked on its own). The terminal line
+ * is written here (sfs_log shows only errors there while the mount is
+ * made), unless the log is the terminal already (-f). */
 static void warn_writers(const struct sfs_branch *b, unsigned idx)
 {
 	char msg[1024];
 
 	if (sfs_root_writers(b->root_fd, msg, sizeof(msg)) != 1)
 		return;
-	fprintf(stderr, "stackfs: warning: branch #%u (\"%s\"): %s\n", idx, b->path, msg);
+	if (!sfs_log_keeps_stderr())
+		fprintf(stderr, "stackfs: warning: branch #%u (\"%s\"): %s\n", idx, b->path, msg);
 	sfs_log(SFS_LOG_WARN, "branch #%u (\"%s\"): %s", idx, b->path, msg);
 }
 
 static int meta_open(struct sfs_branch *b, unsigned idx, int style, bool upgrade,
 		     char *err, size_t errlen)
 {
-	char why[1024];
+	char why[1024], holder[PATH_MAX + 64];
 	int ret;
 
 	struct sfs_meta *m = calloc(1, sizeof(*m));
@@ -365,8 +370,12 @@ static int meta_open(struct sfs_branch *b, unsigned idx, int style, bool upgrade
 	if (!m)
 		return -ENOMEM;
 	ret = sfs_meta_open(b->root_fd, style, upgrade, m, why, sizeof(why));
-	if (ret < 0) {
+	/* in use: say by whom, so the user knows what to unmount */
+	if (ret == -EBUSY && sfs_runtime_lock_holder(b->root_fd, holder, sizeof(holder)) == 0)
+		berr(err, errlen, "branch #%u (\"%s\"): in use by %s", idx, b->path, holder);
+	else if (ret < 0)
 		berr(err, errlen, "branch #%u (\"%s\"): %s", idx, b->path, why);
+	if (ret < 0) {
 		free(m);
 		return ret;
 	}

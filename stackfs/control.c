@@ -147,12 +147,39 @@ static void list_branches(struct reply *r, const char *prefix)
 	sfs_snap_put(s);
 }
 
+/* "log\tsyslog|stderr|PATH": where the lines of the daemon go. */
+static void out_log_to(struct reply *r, const struct sfs_opts *o)
+{
+	char *path = o->log_to == SFS_LOG_TO_FILE ?
+		     sfs_escape_dup(o->log_file, SFS_ESC_BACKSLASH) : NULL;
+
+	if (o->log_to == SFS_LOG_TO_FILE && !path) {
+		fail(r, ENOMEM, strerror(ENOMEM));
+		return;
+	}
+	out(r, "log\t%s\n", path ? path : sfs_log_keeps_stderr() ? "stderr" : "syslog");
+	free(path);
+}
+
+/* "last_error\tTIME\tLEVEL\tMESSAGE", TIME in seconds since the epoch. */
+static void out_last_error(void *arg, const struct sfs_log_entry *e)
+{
+	struct reply *r = arg;
+	char *msg = sfs_escape_dup(e->msg, SFS_ESC_BACKSLASH);
+
+	if (!msg)
+		return;
+	out(r, "last_error\t%lld\t%s\t%s\n", (long long)e->time,
+	    e->level <= SFS_LOG_ERR ? "error" : "warning", msg);
+	free(msg);
+}
+
 static void do_status(struct reply *r)
 {
 	const struct sfs_opts *o = &sfs_m.opts;
-	char *stats = malloc(16384);
+	char *stats = malloc(32768);
 	char *mp = sfs_escape_dup(o->mountpoint, SFS_ESC_BACKSLASH);
-	int n = stats ? sfs_stats_format(stats, 16384) : -ENOMEM;
+	int n = stats ? sfs_stats_format(stats, 32768) : -ENOMEM;
 
 	if (mp)
 		out(r, "mountpoint\t%s\nwhiteout\t%s\nformat_version\t1\ntimeout\t%g\nfsync\t%d\n"
@@ -161,9 +188,11 @@ static void do_status(struct reply *r)
 		    sfs_pt_active() ? "on" : "off");
 	else
 		fail(r, ENOMEM, strerror(ENOMEM));
+	out_log_to(r, o);
 	list_branches(r, "branch\t");
 	if (n > 0)
 		out(r, "%.*s", n, stats);
+	sfs_log_recent(out_last_error, r);
 	free(mp);
 	free(stats);
 }

@@ -13,6 +13,13 @@
  * A reply is "OK\n" and a body of "key\tvalue" lines (list: one line
  * per branch, "pos\tpath\tmode\tid\tfstype\tfree_bytes"), or
  * "ERR <errno name> <message>\n". One request per connection.
+ * status: "mountpoint", "whiteout", ..., "log" (syslog, stderr or the
+ * log file's path), the branches as "branch\t" and a list line, the
+ * counters ("failures" and "answers" in all, then "error.ENAME" for
+ * failures and "answer.ENAME" for expected answers such as ENODATA),
+ * then the last errors and warnings logged, oldest first, as
+ * "last_error\tTIME\tLEVEL\tMESSAGE" (TIME: seconds since the epoch,
+ * LEVEL: error or warning, MESSAGE escaped as paths are).
  * Paths in a reply (branch paths, the mount point) are escaped as
  * /proc/mounts does, so that a tab or a newline in a path cannot split a
  * field or a line: a control character (below 0x20, 0x7f) and a

@@ -370,10 +370,11 @@ int sfs_entry_new(struct sfs_node *parent, const struct sfs_place *p,
 	return 0;
 }
 
-static void reply_entry(fuse_req_t req, int ret, struct fuse_entry_param *e)
+/* op: the handler's name, for the log of a failure */
+static void reply_entry(fuse_req_t req, int ret, struct fuse_entry_param *e, const char *op)
 {
 	if (ret < 0)
-		sfs_reply_err(req, -ret);
+		sfs_reply_err_op(req, -ret, op);
 	else if (fuse_reply_entry(req, e) == -ENOENT)
 		sfs_node_forget(sfs_node_of(e->ino), 1);
 }
@@ -446,7 +447,7 @@ void sfs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	struct fuse_entry_param e;
 	int ret = make_entry(req, sfs_node_of(parent), name, MAKE_DIR, mode, 0, NULL, &e);
 
-	reply_entry(req, ret, &e);
+	reply_entry(req, ret, &e, __func__);
 }
 
 /* A character device 0:0 is what overlayfs takes for a whiteout: with
@@ -461,7 +462,7 @@ void sfs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 	if (!S_ISCHR(mode) || rdev != 0 || sfs_m.opts.whiteout != SFS_WH_OVERLAY)
 		ret = make_entry(req, sfs_node_of(parent), name, MAKE_NODE, mode, rdev, NULL, &e);
-	reply_entry(req, ret, &e);
+	reply_entry(req, ret, &e, __func__);
 }
 
 void sfs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
@@ -470,7 +471,7 @@ void sfs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 	struct fuse_entry_param e;
 	int ret = make_entry(req, sfs_node_of(parent), name, MAKE_SYMLINK, 0, 0, link, &e);
 
-	reply_entry(req, ret, &e);
+	reply_entry(req, ret, &e, __func__);
 }
 
 static int link_one(int dirfd, const char *name, void *arg)
@@ -517,7 +518,7 @@ void sfs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	struct fuse_entry_param e;
 	int ret = do_link(sfs_node_of(ino), sfs_node_of(newparent), newname, &e);
 
-	reply_entry(req, ret, &e);
+	reply_entry(req, ret, &e, __func__);
 }
 
 /* Removes directory dirfd/name of a rw branch: renamed into the branch's

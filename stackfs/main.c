@@ -42,6 +42,23 @@ static int branches_open(const struct sfs_opts *o, struct sfs_snap **out)
 	return ret < 0 ? 1 : 0;
 }
 
+/* The FILE of -o log=, opened now: its errors are the user's to see,
+ * and after the branches, so that a refused mount creates no file. From
+ * here on lines go to the log (and, until the daemon is in the
+ * background, errors and warnings to the terminal too): what happens
+ * while the mount is made belongs in the log. */
+static int log_open(const struct sfs_opts *o)
+{
+	char err[SFS_MSG_MAX];
+
+	if (o->log_to == SFS_LOG_TO_FILE && sfs_log_open_file(o->log_file, err, sizeof(err)) < 0) {
+		sfs_errmsg("log file %s", err);
+		return 1;
+	}
+	sfs_log_setup(o);
+	return 0;
+}
+
 /* Checks the mount point and makes it absolute: the daemon leaves its
  * working directory when it goes to the background, and publishes its
  * pid under the mount's canonical path. */
@@ -93,6 +110,8 @@ static int daemonize(int *notify_fd)
 	return 0;
 }
 
+/* stdin and stdout to /dev/null, and stderr unless the log goes there
+ * (-o log=stderr: a supervisor reading the daemon's stderr). */
 static void detach_stdio(void)
 {
 	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -101,7 +120,8 @@ static void detach_stdio(void)
 		return;
 	dup2(fd, 0);
 	dup2(fd, 1);
-	dup2(fd, 2);
+	if (!sfs_log_keeps_stderr())
+		dup2(fd, 2);
 	close(fd);
 }
 
@@ -112,7 +132,6 @@ static int serve(struct fuse_session *se, const struct sfs_opts *o)
 
 	if (!o->foreground && daemonize(&notify) < 0)
 		return 1;
-	sfs_log_set_foreground(o->foreground, o->debug);
 	if (sfs_runtime_publish(o->mountpoint, getpid()) < 0)
 		sfs_log(SFS_LOG_WARN, "cannot publish pid under %s", sfs_runtime_base());
 	else if (sfs_control_start() < 0)
@@ -123,6 +142,7 @@ static int serve(struct fuse_session *se, const struct sfs_opts *o)
 			o->readahead_kb, strerror(-ret));
 	if (notify >= 0) {
 		detach_stdio();
+		sfs_log_detached();
 		if (write(notify, "", 1) != 1)
 			sfs_log(SFS_LOG_WARN, "cannot tell the parent the mount is live");
 		close(notify);
@@ -150,6 +170,8 @@ static int run(struct fuse_args *args, struct sfs_opts *o)
 	ret = mountpoint_check(&o->mountpoint);
 	if (ret == 0)
 		ret = branches_open(o, &sfs_m.snap);
+	if (ret == 0)
+		ret = log_open(o);
 	if (ret)
 		goto out;
 	sfs_timeout = o->timeout;
@@ -190,25 +212,32 @@ out:
 	return ret;
 }
 
-/* libfuse's messages (options it refuses, -d's request log): each kept
- * on its line, as ours are, whatever an option value holds. */
-static void fuse_log_escaped(enum fuse_log_level level, const char *fmt, va_list ap)
+/* libfuse's messages (bad values of its options, -d's request log, its
+ * errors while serving): into our log, each kept on its line whatever an
+ * option value holds. libfuse writes some lines in pieces (its unknown
+ * option message: "...option(s): `", "-o", " NAME'\n"): a thread's
+ * pieces are gathered up to the newline. Before the log is set up that
+ * is stderr. */
+static void fuse_log_ours(enum fuse_log_level level, const char *fmt, va_list ap)
 {
-	char *msg = NULL, *esc;
-	size_t len;
-	int nl;
+	static __thread char line[SFS_LOG_LINE_MAX];
+	static __thread size_t len;
+	char piece[SFS_LOG_LINE_MAX];
+	int n = vsnprintf(piece, sizeof(piece), fmt, ap);
+	size_t plen = n < 0 ? 0 : (size_t)n < sizeof(piece) ? (size_t)n : sizeof(piece) - 1;
+	bool end = plen && piece[plen - 1] == '\n';
 
-	(void)level;
-	if (vasprintf(&msg, fmt, ap) < 0)
+	if (end)
+		piece[--plen] = '\0';
+	if (len + plen >= sizeof(line))
+		plen = sizeof(line) - 1 - len;
+	memcpy(line + len, piece, plen);
+	len += plen;
+	line[len] = '\0';
+	if (!end && len < sizeof(line) - 1)
 		return;
-	len = strlen(msg);
-	nl = len && msg[len - 1] == '\n';
-	if (nl)
-		msg[len - 1] = '\0';
-	esc = sfs_escape_dup(msg, 0);
-	fprintf(stderr, "%s%s", esc ? esc : "", nl ? "\n" : "");
-	free(esc);
-	free(msg);
+	sfs_log((int)level, "%s", line);
+	len = 0;
 }
 
 int main(int argc, char **argv)
@@ -217,7 +246,7 @@ int main(int argc, char **argv)
 	struct sfs_opts *o = &sfs_m.opts;
 	int ret;
 
-	fuse_set_log_func(fuse_log_escaped);
+	fuse_set_log_func(fuse_log_ours);
 	if (sfs_opts_parse(&args, o) < 0) {
 		ret = 2;
 	} else if (o->show_help) {
@@ -238,7 +267,6 @@ int main(int argc, char **argv)
 	if (sfs_m.snap)
 		sfs_snap_put(sfs_m.snap);
 	fuse_opt_free_args(&args);
-	free(o->branches);
-	free(o->mountpoint);
+	sfs_opts_free(o);
 	return ret;
 }

@@ -1,8 +1,12 @@
 /* The daemon's command line: BRANCHES, MOUNTPOINT, -f, -d and -o options.
- * Options of our own are taken out here; the rest go to libfuse, whose
- * fuse_session_new refuses unknown ones by name (main.c makes that a
- * usage error too). An option given twice with different values is
- * refused, whoever it belongs to: the last one would win silently, and
+ * What is accepted is sfs_optlist (optlist.c), the table --help prints:
+ * anything else is refused here by name, with what to write instead when
+ * it is another union filesystem's option (foreign.c); libfuse would have
+ * taken options nobody documented. Options of our own are taken out here;
+ * libfuse's go on to it, and fuse_session_new refuses their bad values
+ * (main.c makes that a usage error too). An option given twice with
+ * different values is refused, whoever it belongs to: the last one would
+ * win silently, and
  * which one was meant is not ours to guess. The same value twice is fine
  * (an fstab line and a command line may both say it). */
 #include <errno.h>
@@ -14,35 +18,19 @@
 #include <sys/stat.h>
 
 #include "stackfs/escape.h"
+#include "stackfs/optlist.h"
 #include "stackfs/stackfs.h"
 
-enum { KEY_FG, KEY_DEBUG, KEY_HELP, KEY_VERSION, KEY_WHITEOUT, KEY_TIMEOUT, KEY_READAHEAD,
-       KEY_LOWERDIR, KEY_UPPERDIR, KEY_WORKDIR, KEY_SUBTYPE, KEY_FSNAME };
+/* The fuse_opt templates (malloc'd), built from sfs_optlist (optlist.c):
+ * that table is the one list of what is accepted. NULL on ENOMEM. */
+static struct fuse_opt *templates(void)
+{
+	struct fuse_opt *t = calloc(sfs_optlist_n + 1, sizeof(*t));
 
-#define OPT(t, field, v) { t, offsetof(struct sfs_opts, field), v }
-static const struct fuse_opt table[] = {
-	FUSE_OPT_KEY("timeout=", KEY_TIMEOUT),
-	FUSE_OPT_KEY("readahead=", KEY_READAHEAD),
-	OPT("fsync", fsync, 1),
-	OPT("upgrade", upgrade, 1),
-	OPT("writeback", writeback, 1),
-	OPT("nopassthrough", nopassthrough, 1),
-	OPT("trace", trace, 1),
-	FUSE_OPT_KEY("whiteout=", KEY_WHITEOUT),
-	FUSE_OPT_KEY("lowerdir=", KEY_LOWERDIR),
-	FUSE_OPT_KEY("upperdir=", KEY_UPPERDIR),
-	FUSE_OPT_KEY("workdir=", KEY_WORKDIR),
-	FUSE_OPT_KEY("subtype=", KEY_SUBTYPE),
-	FUSE_OPT_KEY("fsname=", KEY_FSNAME),
-	FUSE_OPT_KEY("-f", KEY_FG),
-	FUSE_OPT_KEY("-d", KEY_DEBUG),
-	FUSE_OPT_KEY("debug", KEY_DEBUG),
-	FUSE_OPT_KEY("-h", KEY_HELP),
-	FUSE_OPT_KEY("--help", KEY_HELP),
-	FUSE_OPT_KEY("-V", KEY_VERSION),
-	FUSE_OPT_KEY("--version", KEY_VERSION),
-	FUSE_OPT_END
-};
+	for (size_t i = 0; t && i < sfs_optlist_n; i++)
+		t[i] = (struct fuse_opt)FUSE_OPT_KEY(sfs_optlist[i].templ, (int)sfs_optlist[i].key);
+	return t;
+}
 
 /* Values of the "name=value" options seen so far, to refuse a second
  * one that says otherwise. Ours are compared by meaning (whiteout=wh and
@@ -51,7 +39,7 @@ static const struct fuse_opt table[] = {
 static struct {
 	char **v;
 	size_t n;
-	int whiteout_set, timeout_set, readahead_set;
+	int whiteout_set, timeout_set, readahead_set, log_set;
 } seen;
 
 /* The user named the mount's source (fsname=): it is kept. */
@@ -379,6 +367,70 @@ static int positional(struct sfs_opts *o, const char *arg)
 	return *slot ? 0 : -1;
 }
 
+/* log=FILE|syslog|stderr. FILE is absolute: the daemon leaves its
+ * working directory, and a relative name would be resolved somewhere the
+ * user did not look. It is opened (as root, by log.c's rules) only once
+ * the branches are checked. */
+static int parse_log(struct sfs_opts *o, const char *arg)
+{
+	const char *v = arg + strlen("log=");
+	enum sfs_log_to to = !strcmp(v, "syslog") ? SFS_LOG_TO_SYSLOG :
+			     !strcmp(v, "stderr") ? SFS_LOG_TO_STDERR : SFS_LOG_TO_FILE;
+
+	if (to == SFS_LOG_TO_FILE && (v[0] != '/' || v[strlen(v) - 1] == '/')) {
+		sfs_errmsg("bad option '%s': log is syslog, stderr or a FILE given by its "
+			   "absolute path", arg);
+		return -1;
+	}
+	if (seen.log_set)
+		return to != o->log_to || (to == SFS_LOG_TO_FILE && strcmp(v, o->log_file)) ?
+		       conflict(arg) : 0;
+	seen.log_set = 1;
+	o->log_to = to;
+	if (to == SFS_LOG_TO_FILE && !(o->log_file = strdup(v)))
+		return -1;
+	return 0;
+}
+
+/* An option that is not in sfs_optlist. One of another union
+ * filesystem's gets what to write instead. An empty one ("-o ''",
+ * "a,,b") is nothing, as for mount(8): dropped. */
+static int unknown(const char *arg)
+{
+	char hint[512];
+
+	if (!arg[0])
+		return 0;
+	if (arg[0] != '-' && sfs_foreign_hint(arg, hint, sizeof(hint)))
+		sfs_errmsg("unknown option '%s': %s", arg, hint);
+	else
+		sfs_errmsg("unknown option '%s' (stackfs mount --help lists the options)", arg);
+	return -1;
+}
+
+/* The flags of our own: set, may repeat. */
+static int flag(struct sfs_opts *o, int key)
+{
+	switch (key) {
+	case SFS_OPTK_FSYNC:
+		o->fsync = 1;
+		break;
+	case SFS_OPTK_UPGRADE:
+		o->upgrade = 1;
+		break;
+	case SFS_OPTK_WRITEBACK:
+		o->writeback = 1;
+		break;
+	case SFS_OPTK_NOPASSTHROUGH:
+		o->nopassthrough = 1;
+		break;
+	case SFS_OPTK_TRACE:
+		o->trace = 1;
+		break;
+	}
+	return 0;
+}
+
 static int opt_proc(void *data, const char *arg, int key, struct fuse_args *out)
 {
 	struct sfs_opts *o = data;
@@ -386,35 +438,45 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *out)
 	switch (key) {
 	case FUSE_OPT_KEY_NONOPT:
 		return positional(o, arg) < 0 ? -1 : 0;
-	case KEY_FG:
+	case FUSE_OPT_KEY_OPT:
+		return unknown(arg);
+	case SFS_OPTK_FG:
 		o->foreground = 1;
 		return 0;
-	case KEY_DEBUG:
+	case SFS_OPTK_DEBUG:
 		o->debug = o->foreground = 1;
 		return 1; /* libfuse prints the requests */
-	case KEY_HELP:
+	case SFS_OPTK_HELP:
 		o->show_help = 1;
 		return 0;
-	case KEY_VERSION:
+	case SFS_OPTK_VERSION:
 		o->show_version = 1;
 		return 0;
-	case KEY_WHITEOUT:
+	case SFS_OPTK_WHITEOUT:
 		return parse_whiteout(o, arg);
-	case KEY_TIMEOUT:
+	case SFS_OPTK_TIMEOUT:
 		return parse_timeout(o, arg);
-	case KEY_READAHEAD:
+	case SFS_OPTK_READAHEAD:
 		return parse_readahead(o, arg);
-	case KEY_LOWERDIR:
+	case SFS_OPTK_LOG:
+		return parse_log(o, arg);
+	case SFS_OPTK_FSYNC:
+	case SFS_OPTK_UPGRADE:
+	case SFS_OPTK_WRITEBACK:
+	case SFS_OPTK_NOPASSTHROUGH:
+	case SFS_OPTK_TRACE:
+		return flag(o, key);
+	case SFS_OPTK_LOWERDIR:
 		return ovl_set(&ovl.lowerdir, arg);
-	case KEY_UPPERDIR:
+	case SFS_OPTK_UPPERDIR:
 		return ovl_set(&ovl.upperdir, arg);
-	case KEY_WORKDIR:
+	case SFS_OPTK_WORKDIR:
 		return ovl_set(&ovl.workdir, arg);
-	case KEY_SUBTYPE:
+	case SFS_OPTK_SUBTYPE:
 		return parse_subtype(arg);
-	case KEY_FSNAME:
+	case SFS_OPTK_FSNAME:
 		return parse_fsname(arg);
-	case FUSE_OPT_KEY_OPT:
+	case SFS_OPTK_FUSE:
 		return seen_fuse_opt(arg) < 0 ? -1 : 1;
 	default:
 		return 1;
@@ -423,6 +485,7 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *out)
 
 int sfs_opts_parse(struct fuse_args *args, struct sfs_opts *o)
 {
+	struct fuse_opt *t = templates();
 	int ret;
 
 	memset(o, 0, sizeof(*o));
@@ -430,7 +493,10 @@ int sfs_opts_parse(struct fuse_args *args, struct sfs_opts *o)
 	o->readahead_kb = SFS_READAHEAD_DEFAULT_KIB;
 	o->whiteout = SFS_WH_AUFS;
 	fsname_given = 0;
-	ret = fuse_opt_parse(args, o, table, opt_proc);
+	if (!t)
+		return -ENOMEM;
+	ret = fuse_opt_parse(args, o, t, opt_proc);
+	free(t);
 	seen_free();
 	if (ret < 0) {
 		ovl_free();
@@ -446,36 +512,21 @@ int sfs_opts_parse(struct fuse_args *args, struct sfs_opts *o)
 	return 0;
 }
 
+void sfs_opts_free(struct sfs_opts *o)
+{
+	free(o->branches);
+	free(o->mountpoint);
+	free(o->log_file);
+	o->branches = o->mountpoint = o->log_file = NULL;
+}
+
 void sfs_opts_usage(const char *prog)
 {
 	printf("usage: %s [-f] [-d] [-o OPTIONS] BRANCHES MOUNTPOINT\n"
+	       "       %s [-f] [-d] -o lowerdir=DIR[:DIR...][,upperdir=DIR] [SOURCE] MOUNTPOINT\n"
 	       "\n"
 	       "BRANCHES is DIR[=rw|ro]:DIR[=rw|ro]..., highest priority first;\n"
 	       "the first branch is rw unless told, the others ro. Write ':', '='\n"
-	       "or '\\' inside a path with a backslash before it.\n"
-	       "\n"
-	       "stackfs options:\n"
-	       "    -o whiteout=wh|overlay  whiteout format written (default wh)\n"
-	       "    -o fsync                fsync every copy-up before it is placed\n"
-	       "    -o upgrade              upgrade an older metadata format\n"
-	       "    -o writeback            the kernel's writeback cache (faster writes;\n"
-	       "                            errors of delayed writes show at fsync/close)\n"
-	       "    -o nopassthrough        serve reads and writes of upper files by\n"
-	       "                            requests, not by FUSE passthrough\n"
-	       "    -o trace                log every call into a branch (the branch\n"
-	       "                            seam: operation, branch, path, result)\n"
-	       "    -o timeout=SECONDS      kernel cache timeout for entries and\n"
-	       "                            attributes (default 60)\n"
-	       "    -o readahead=KIB        readahead window of the mount (default 512;\n"
-	       "                            0: the kernel's)\n"
-	       "    -o lowerdir=DIR[:DIR...],upperdir=DIR,workdir=DIR\n"
-	       "                            overlayfs-style branches instead of\n"
-	       "                            BRANCHES: upperdir rw over lowerdir ro\n"
-	       "                            (workdir: on upperdir's filesystem, unused);\n"
-	       "                            operands then [SOURCE] MOUNTPOINT\n"
-	       "    -f                      stay in the foreground\n"
-	       "    -d                      debug: foreground, log every request\n"
-	       "\n"
-	       "FUSE options:\n", prog);
-	fuse_lowlevel_help();
+	       "or '\\' inside a path with a backslash before it.\n", prog, prog);
+	sfs_optlist_print(stdout, SFS_OPTG_MOUNT_OPTS | SFS_OPTG_MASK(SFS_OPTG_CMDLINE));
 }

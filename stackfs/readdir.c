@@ -315,7 +315,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	pthread_mutex_unlock(&d->lock);
 	/* An error after some entries: return those; the next call reports. */
 	if (ret < 0 && pos == 0)
-		sfs_reply_err(req, -ret);
+		sfs_reply_err_op(req, -ret, plus ? "sfs_op_readdirplus" : "sfs_op_readdir");
 	else
 		fuse_reply_buf(req, buf, pos);
 	free(buf);

@@ -1,16 +1,21 @@
 /* The runtime directory of a live mount (see runtime.h): the daemon
  * publishes its pid under the mount's device number, the command finds the
  * mount in /proc/self/mountinfo and reads the pid back. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "common/bio.h"
 #include "stackfs/runtime.h"
+#include "whiteout/metadir.h"
 
 /* What sfs_runtime_publish made, for sfs_runtime_unpublish. */
 static char *published_dir;
@@ -77,73 +82,126 @@ static void unescape_octal(char *s)
 	*d = '\0';
 }
 
-/* Looks `mp` up in mountinfo; the last match is the newest (top) mount. */
-static int find_in_mountinfo(const char *mp, unsigned *major, unsigned *minor,
-			     char *fstype, size_t fstypelen)
+/* One line of mountinfo, split in place: "id parent maj:min root point
+ * opts [optional...] - type source superopts". 0, or -EINVAL for a
+ * line without these fields. point and type are unescaped. */
+struct mi_line {
+	unsigned id, parent, major, minor;
+	char *point, *type;
+};
+
+static int mi_split(char *line, struct mi_line *m)
+{
+	char *save = NULL, *tok;
+	int field = 0, seen_sep = 0;
+
+	m->point = m->type = NULL;
+	line[strcspn(line, "\n")] = '\0';
+	for (tok = strtok_r(line, " ", &save); tok; tok = strtok_r(NULL, " ", &save), field++) {
+		if ((field == 0 && sscanf(tok, "%u", &m->id) != 1) ||
+		    (field == 1 && sscanf(tok, "%u", &m->parent) != 1) ||
+		    (field == 2 && sscanf(tok, "%u:%u", &m->major, &m->minor) != 2))
+			return -EINVAL;
+		if (field == 4)
+			m->point = tok;
+		if (field > 5 && seen_sep) {
+			m->type = tok;
+			break;
+		}
+		if (field > 5 && !strcmp(tok, "-"))
+			seen_sep = 1;
+	}
+	if (!m->point || !m->type)
+		return -EINVAL;
+	unescape_octal(m->point);
+	unescape_octal(m->type);
+	return 0;
+}
+
+/* Calls fn on each line of mountinfo until it returns non-zero; that
+ * value, 0 after the last line, or -errno. */
+static int mi_each(int (*fn)(const struct mi_line *m, void *arg), void *arg)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 	char *line = NULL;
 	size_t cap = 0;
-	int ret = -ENOENT;
+	int ret = 0;
 
 	if (!f)
 		return -errno;
-	while (getline(&line, &cap, f) > 0) {
-		/* id parent maj:min root mountpoint opts [optional...] - type src superopts */
-		char *save = NULL, *tok, *point = NULL, *type = NULL;
-		unsigned maj, min;
-		int field = 0, seen_sep = 0;
+	while (!ret && getline(&line, &cap, f) > 0) {
+		struct mi_line m;
 
-		line[strcspn(line, "\n")] = '\0';
-		for (tok = strtok_r(line, " ", &save); tok; tok = strtok_r(NULL, " ", &save), field++) {
-			if (field == 2 && sscanf(tok, "%u:%u", &maj, &min) != 2)
-				break;
-			if (field == 4)
-				point = tok;
-			if (field > 5 && seen_sep) {
-				type = tok;
-				break;
-			}
-			if (field > 5 && !strcmp(tok, "-"))
-				seen_sep = 1;
-		}
-		if (!point || !type)
-			continue;
-		unescape_octal(point);
-		if (strcmp(point, mp))
-			continue;
-		unescape_octal(type);
-		*major = maj;
-		*minor = min;
-		if (fstype && fstypelen)
-			snprintf(fstype, fstypelen, "%s", type);
-		ret = 0;
+		if (mi_split(line, &m) == 0)
+			ret = fn(&m, arg);
 	}
-	if (ferror(f))
+	if (!ret && ferror(f))
 		ret = -EIO;
 	free(line);
 	fclose(f);
 	return ret;
 }
 
-int sfs_runtime_find_mount(const char *mountpoint, unsigned *major,
-			   unsigned *minor, char *fstype, size_t fstypelen)
+struct by_point {
+	const char *mp;
+	struct sfs_mountinfo *out;
+	bool found;
+};
+
+/* the last match is the newest (top) mount: never stops early */
+static int match_point(const struct mi_line *m, void *arg)
+{
+	struct by_point *b = arg;
+
+	if (strcmp(m->point, b->mp))
+		return 0;
+	b->out->id = m->id;
+	b->out->major = m->major;
+	b->out->minor = m->minor;
+	snprintf(b->out->fstype, sizeof(b->out->fstype), "%s", m->type);
+	b->found = true;
+	return 0;
+}
+
+static int find_in_mountinfo(const char *mp, struct sfs_mountinfo *out)
+{
+	struct by_point b = { .mp = mp, .out = out };
+	int ret = mi_each(match_point, &b);
+
+	return ret < 0 ? ret : b.found ? 0 : -ENOENT;
+}
+
+int sfs_runtime_find_mountinfo(const char *mountpoint, struct sfs_mountinfo *out)
 {
 	char *canon = canon_parent(mountpoint);
 	int ret = -ENOENT;
 
 	if (canon)
-		ret = find_in_mountinfo(canon, major, minor, fstype, fstypelen);
+		ret = find_in_mountinfo(canon, out);
 	/* the mountpoint may itself be a symlink, or end in "..": resolve
 	 * it whole; if even that fails, compare it as given */
 	if (ret == -ENOENT) {
 		free(canon);
 		canon = realpath(mountpoint, NULL);
-		ret = find_in_mountinfo(canon ? canon : mountpoint, major, minor,
-					fstype, fstypelen);
+		ret = find_in_mountinfo(canon ? canon : mountpoint, out);
 	}
 	free(canon);
 	return ret;
+}
+
+int sfs_runtime_find_mount(const char *mountpoint, unsigned *major,
+			   unsigned *minor, char *fstype, size_t fstypelen)
+{
+	struct sfs_mountinfo mi;
+	int ret = sfs_runtime_find_mountinfo(mountpoint, &mi);
+
+	if (ret)
+		return ret;
+	*major = mi.major;
+	*minor = mi.minor;
+	if (fstype && fstypelen)
+		snprintf(fstype, fstypelen, "%s", mi.fstype);
+	return 0;
 }
 
 /* mkdir -p, 0755; an existing directory is fine. */
@@ -319,5 +377,226 @@ int sfs_runtime_pid(unsigned major, unsigned minor, pid_t *pid)
 	if (errno || end == buf || (*end && *end != '\n') || val <= 0 || val > INT_MAX)
 		return -EINVAL;
 	*pid = (pid_t)val;
+	return 0;
+}
+
+/* ---- who is behind a mount, a lock --------------------------------- */
+
+/* Whether pid is a running stackfsd: its executable's name (a pid file
+ * outlives a daemon killed by SIGKILL, and the pid may be reused). */
+static bool is_daemon(pid_t pid)
+{
+	char link[64], exe[PATH_MAX], st[512], *state;
+	ssize_t n;
+	int fd;
+
+	snprintf(link, sizeof(link), "/proc/%d/stat", (int)pid);
+	fd = open(link, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, st, sizeof(st) - 1);
+	close(fd);
+	st[n > 0 ? n : 0] = '\0';
+	/* a zombie has exited: "pid (comm) Z ..." */
+	state = strrchr(st, ')');
+	if (!state || state[1] != ' ' || state[2] == 'Z')
+		return false;
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+	n = readlink(link, exe, sizeof(exe) - 1);
+	if (n < 0)
+		return errno == EACCES || errno == EPERM; /* another user's: cannot tell */
+	exe[n] = '\0';
+	state = strrchr(exe, '/');
+	return !strncmp(state ? state + 1 : exe, "stackfsd", 8);
+}
+
+int sfs_runtime_daemon_gone(unsigned major, unsigned minor, pid_t *pid)
+{
+	int ret = sfs_runtime_pid(major, minor, pid);
+
+	if (ret < 0)
+		return ret;
+	return !is_daemon(*pid);
+}
+
+void sfs_runtime_remove_stale(unsigned major, unsigned minor, pid_t pid)
+{
+	char *dir = NULL, *file = NULL, buf[32];
+	int len = snprintf(buf, sizeof(buf), "%d\n", (int)pid);
+
+	if (asprintf(&dir, "%s/%u:%u", sfs_runtime_base(), major, minor) < 0)
+		return;
+	/* only what the dead daemon left: a new mount may have the device */
+	if (asprintf(&file, "%s/pid", dir) >= 0 && file_is(file, buf, (size_t)len) &&
+	    !is_daemon(pid)) {
+		unlink(file);
+		free(file);
+		file = NULL;
+		if (asprintf(&file, "%s/ctl", dir) >= 0)
+			unlink(file);
+		rmdir(dir);
+	}
+	free(file);
+	free(dir);
+}
+
+struct by_dev {
+	unsigned major, minor;
+	char *mp;
+	size_t len;
+};
+
+static int match_stackfs_dev(const struct mi_line *m, void *arg)
+{
+	struct by_dev *b = arg;
+
+	if (m->major == b->major && m->minor == b->minor && !strcmp(m->type, "fuse.stackfs"))
+		snprintf(b->mp, b->len, "%s", m->point);
+	return 0;
+}
+
+/* The mount point of the stackfs mount daemon pid serves, from the pid
+ * files of the runtime directory: 0 or -ENOENT. */
+static int daemon_mount(pid_t pid, char *mp, size_t len)
+{
+	DIR *d = opendir(sfs_runtime_base());
+	struct by_dev b = { .mp = mp, .len = len };
+	struct dirent *e;
+	pid_t p;
+
+	mp[0] = '\0';
+	if (!d)
+		return -ENOENT;
+	while (!mp[0] && (e = readdir(d))) {
+		if (sscanf(e->d_name, "%u:%u", &b.major, &b.minor) == 2 &&
+		    sfs_runtime_pid(b.major, b.minor, &p) == 0 && p == pid)
+			mi_each(match_stackfs_dev, &b);
+	}
+	closedir(d);
+	return mp[0] ? 0 : -ENOENT;
+}
+
+/* "stackfs fsck --repair /srv/up" from /proc/PID/cmdline, at most len. */
+static void command_line(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	n = fd < 0 ? -1 : read(fd, buf, len - 1);
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	buf[n] = '\0';
+	for (ssize_t i = 0; i < n - 1; i++)
+		if (buf[i] == '\0')
+			buf[i] = ' ';
+}
+
+struct mnt_dev {
+	unsigned id;
+	dev_t dev;
+	bool found;
+};
+
+static int match_id(const struct mi_line *m, void *arg)
+{
+	struct mnt_dev *b = arg;
+
+	if (m->id != b->id)
+		return 0;
+	b->dev = makedev(m->major, m->minor);
+	b->found = true;
+	return 1;
+}
+
+/* Whether one of pid's fds is the file (dev, ino): fdinfo gives each
+ * fd's inode number and mount id, and mountinfo the mount's device. No
+ * filesystem is asked (a stat of the fds would wait on a hung FUSE
+ * server where one of them points). */
+static bool pid_has_file(pid_t pid, dev_t dev, ino_t ino)
+{
+	char path[NAME_MAX + 64], line[128];
+	struct dirent *e;
+	bool found = false;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/fdinfo", (int)pid);
+	d = opendir(path);
+	while (d && !found && (e = readdir(d))) {
+		unsigned long long fino = 0;
+		struct mnt_dev md = { 0 };
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/fdinfo/%s", (int)pid, e->d_name);
+		f = fopen(path, "re");
+		while (f && fgets(line, sizeof(line), f)) {
+			sscanf(line, "mnt_id: %u", &md.id);
+			sscanf(line, "ino: %llu", &fino);
+		}
+		if (f)
+			fclose(f);
+		found = fino == ino && mi_each(match_id, &md) == 1 && md.dev == dev;
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* Who pid is, for a message: the mount a daemon serves, or a command. */
+static void describe(pid_t pid, char *buf, size_t len)
+{
+	char mp[PATH_MAX], cmd[256];
+
+	if (is_daemon(pid) && daemon_mount(pid, mp, sizeof(mp)) == 0) {
+		snprintf(buf, len, "the stackfs mount on %s, stackfsd pid %d", mp, (int)pid);
+		return;
+	}
+	command_line(pid, cmd, sizeof(cmd));
+	snprintf(buf, len, "'%s' (pid %d)", cmd, (int)pid);
+}
+
+/* The lock file of a rw branch, through the branch seam. */
+static int lock_stat(int root_fd, struct stat *st)
+{
+	int dir_fd = sfs_do_open(root_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY, 0), ret;
+
+	if (dir_fd < 0)
+		return dir_fd;
+	ret = sfs_do_stat(dir_fd, SFS_META_LOCK, st);
+	close(dir_fd);
+	return ret;
+}
+
+int sfs_runtime_lock_holder(int root_fd, char *buf, size_t len)
+{
+	struct stat st;
+	struct dirent *e;
+	pid_t found = 0;
+	DIR *proc;
+	int ret = lock_stat(root_fd, &st);
+
+	if (ret < 0)
+		return ret;
+	proc = opendir("/proc");
+	if (!proc)
+		return -errno;
+	while (!found && (e = readdir(proc))) {
+		pid_t pid = (pid_t)atoi(e->d_name);
+
+		if (pid > 0 && pid != getpid() && pid_has_file(pid, st.st_dev, st.st_ino))
+			found = pid;
+	}
+	closedir(proc);
+	if (!found)
+		return -ENOENT;
+	describe(found, buf, len);
 	return 0;
 }

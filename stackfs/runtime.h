@@ -15,6 +15,16 @@
 /* The runtime base directory (environment override or default). */
 const char *sfs_runtime_base(void);
 
+/* A mount as /proc/self/mountinfo gives it. */
+struct sfs_mountinfo {
+	unsigned id;              /* the mount's id (the fdinfo mnt_id) */
+	unsigned major, minor;    /* its device */
+	char fstype[64];          /* "fuse.stackfs" for ours */
+};
+/* The newest mount on `mountpoint` (canonicalised without entering it,
+ * as below). 0 or -errno (-ENOENT: not mounted). */
+int sfs_runtime_find_mountinfo(const char *mountpoint, struct sfs_mountinfo *out);
+
 /* Finds the newest mount on `mountpoint` (canonicalised) in
  * /proc/self/mountinfo and returns its device number and fs type
  * ("fuse.stackfs" for ours). Returns 0 or -errno (-ENOENT: not mounted). */
@@ -30,5 +40,21 @@ void sfs_runtime_unpublish(void);
 
 /* Command side: reads the pid of the daemon serving the mount. */
 int sfs_runtime_pid(unsigned major, unsigned minor, pid_t *pid);
+
+/* Whether the daemon of the mount major:minor is gone (killed, crashed):
+ * 1 when its pid file names no running stackfsd (*pid: the pid named),
+ * 0 when it runs, -errno when there is no pid file to tell. */
+int sfs_runtime_daemon_gone(unsigned major, unsigned minor, pid_t *pid);
+/* Removes the pid file and control socket a dead daemon pid left for
+ * major:minor, once its mount is gone; never a live daemon's. */
+void sfs_runtime_remove_stale(unsigned major, unsigned minor, pid_t pid);
+
+/* Who holds the lock file of the rw branch root_fd (BRANCH/.stackfs/lock)
+ * open, and so maybe its lock: "the stackfs mount on MP, stackfsd pid
+ * N", or the command line and pid of another process, in buf. Found by
+ * the fds of every process (fdinfo: inode and mount), so it sees only
+ * the processes the caller may look at. 0, -ENOENT when none is found,
+ * or -errno. */
+int sfs_runtime_lock_holder(int root_fd, char *buf, size_t len);
 
 #endif

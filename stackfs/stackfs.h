@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "common/bio.h"
 #include "stackfs/branch.h"
@@ -17,6 +18,10 @@
 /* ---- opts.c: mount options ------------------------------------------ */
 #include "whiteout/origin.h"
 #include "whiteout/whiteout.h"
+
+/* Where the daemon logs (-o log=): by default syslog in the background
+ * and stderr in the foreground. */
+enum sfs_log_to { SFS_LOG_TO_DEFAULT, SFS_LOG_TO_SYSLOG, SFS_LOG_TO_STDERR, SFS_LOG_TO_FILE };
 
 struct sfs_opts {
 	char *branches;           /* the BRANCHES argument */
@@ -31,13 +36,17 @@ struct sfs_opts {
 	int trace;                /* log every call into a branch */
 	unsigned readahead_kb;    /* readahead window; 0: the kernel's */
 	enum sfs_whiteout_style whiteout;
+	enum sfs_log_to log_to;   /* -o log= */
+	char *log_file;           /* its FILE */
 	int show_help;
 	int show_version;
 };
 
-/* Parses argv into opts and leaves the FUSE options in *fargs. Unknown
- * options are refused by fuse_session_new, which names them. */
+/* Parses argv into opts and leaves the FUSE options in *fargs. An option
+ * that is not in sfs_optlist (optlist.c) is refused, named, -EINVAL. */
 int sfs_opts_parse(struct fuse_args *args, struct sfs_opts *o);
+/* Frees what sfs_opts_parse allocated in o. */
+void sfs_opts_free(struct sfs_opts *o);
 void sfs_opts_usage(const char *prog);
 
 /* ---- node.c: the inode table ---------------------------------------- */
@@ -368,14 +377,19 @@ struct sfs_stats {
 	atomic_uint_fast64_t open_files;
 	atomic_uint_fast64_t passthrough_opens;
 	atomic_uint_fast64_t node_fd_reopens;   /* stacks reopened by handle */
-	atomic_uint_fast64_t errors[SFS_STATS_ERRNO_MAX];
+	atomic_uint_fast64_t errors[SFS_STATS_ERRNO_MAX];   /* failures */
+	atomic_uint_fast64_t answers[SFS_STATS_ERRNO_MAX];  /* expected answers */
 };
 extern struct sfs_stats sfs_stats;
 #define sfs_count(field, n) \
 	atomic_fetch_add_explicit(&sfs_stats.field, (n), memory_order_relaxed)
-void sfs_stats_error(int err);
-/* fuse_reply_err, counting the error. */
-int sfs_reply_err(fuse_req_t req, int err);
+/* Whether errno err answers a question (ENOENT, ENODATA...) rather than
+ * reports a failure (EIO, ENOSPC...): stats.c has the list. */
+bool sfs_stats_is_answer(int err);
+/* fuse_reply_err, counting err as an answer or a failure; a failure is
+ * logged with op, the handler's name. sfs_reply_err names the caller. */
+int sfs_reply_err_op(fuse_req_t req, int err, const char *op);
+#define sfs_reply_err(req, err) sfs_reply_err_op(req, err, __func__)
 /* The counters as "key\tvalue" lines. Length or -ENOSPC. */
 int sfs_stats_format(char *buf, size_t len);
 
@@ -384,10 +398,31 @@ void sfs_log(int level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* One line of the branch seam's (common/bio.h) at a syslog level. */
 void sfs_log_line(int level, const char *line);
-void sfs_log_set_foreground(int fg, int debug);
+/* Opens the FILE of -o log= (absolute) for appending, refusing a path
+ * another user could redirect (log.c says how). 0 or -errno, err set. */
+int sfs_log_open_file(const char *path, char *err, size_t errlen);
+/* From now on lines go where o says (-o log=, -f, -d). */
+void sfs_log_setup(const struct sfs_opts *o);
+/* Whether lines go to stderr (which the background daemon then keeps). */
+bool sfs_log_keeps_stderr(void);
+/* The daemon is in the background: errors are no longer also shown on
+ * the terminal it was started from. */
+void sfs_log_detached(void);
+/* A request answered with failure err (rate-limited). */
+void sfs_log_failure(const char *op, int err);
 /* A mount point at NAME in layer DL (rate-limited). */
 void sfs_log_mountpoint(const struct sfs_snap *s, const struct sfs_layer *dl,
 			const char *name);
+/* The last errors and warnings logged, kept for `stackfs status`. */
+#define SFS_LOG_RING 16
+#define SFS_LOG_LINE_MAX 512
+struct sfs_log_entry {
+	time_t time;
+	int level;
+	char msg[SFS_LOG_LINE_MAX];   /* one line, control characters escaped */
+};
+/* Calls fn with each, oldest first. */
+void sfs_log_recent(void (*fn)(void *arg, const struct sfs_log_entry *e), void *arg);
 #define SFS_LOG_ERR 3
 #define SFS_LOG_WARN 4
 #define SFS_LOG_INFO 6

@@ -91,3 +91,39 @@ setup_file() {
 	[[ $stderr == *notmounted* ]] || fail "stderr does not name the directory: $stderr"
 	[[ $(wc -l <<<"$stderr") -eq 1 ]] || fail "message is not one line: $stderr"
 }
+
+@test "stackfs mount --help lists the -o options (the daemon's table), stackfs's own and FUSE's" {
+	run -0 --separate-stderr "$SFS" mount --help
+	local o
+	for o in whiteout=wh timeout=SECONDS log=FILE lowerdir= allow_other default_permissions noatime; do
+		assert_output --partial "$o"
+	done
+}
+
+@test "each option a command's --help lists is accepted by it (not refused as unknown)" {
+	load helpers/docs
+	local c f n=0 bad=
+	while read -r c; do
+		for f in $(help_flags $c); do
+			# an argument for those that take one (fsync: a -o option too);
+			# operands that fail later
+			# shellcheck disable=SC2086  # "branch add": command and subcommand
+			run --separate-stderr "$SFS" $c "$f" fsync "$BATS_TEST_TMPDIR/none" "$BATS_TEST_TMPDIR/none2"
+			[[ $stderr == *"unknown option"* || $stderr == *"takes no value"* ]] && bad+=" $c:$f"
+			n=$((n + 1))
+		done
+	done < <(help_cmds)
+	((n >= 15)) || fail "only $n options read from the help"
+	[[ -z $bad ]] || fail "refused as unknown:$bad"
+}
+
+@test "an option a command's --help does not list is refused (exit 2; fsck 8), naming it and the help" {
+	run -2 --separate-stderr "$SFS" diff -j "$BATS_TEST_TMPDIR"
+	[[ $stderr == *"unknown option '-j'"*"stackfs diff --help"* ]] || fail "$stderr"
+	run -8 --separate-stderr "$SFS" fsck --rep "$BATS_TEST_TMPDIR"
+	[[ $stderr == *"unknown option '--rep'"* ]] || fail "$stderr"
+	run -2 --separate-stderr "$SFS" branch mode "$BATS_TEST_TMPDIR" --force x rw
+	[[ $stderr == *"unknown option '--force'"*"stackfs branch mode --help"* ]] || fail "$stderr"
+	run -2 --separate-stderr "$SFS" mount -x "$BATS_TEST_TMPDIR" "$BATS_TEST_TMPDIR"
+	[[ $stderr == *"unknown option '-x'"* ]] || fail "$stderr"
+}

@@ -89,8 +89,10 @@ check_provided() {
 	assert_line jq
 	assert_line setpriv
 	assert_line mkfs.xfs
+	# (scripts/clean-room.sh is left out: it runs on the machine that
+	# makes the clean room, not in it, and installs its own mmdebstrap)
 	check_provided --test 50 tests/*.bats tests/helpers/*.bash tests/run \
-		scripts/*.sh .ci/run GNUmakefile
+		$(ls scripts/*.sh | grep -v '/clean-room\.sh$') .ci/run GNUmakefile
 }
 
 @test "deps.sh without --test installs what building and the demo run" {

@@ -2,8 +2,10 @@
 #
 # Commands and subcommands, the options of each, directories for paths,
 # the mount points of fuse.stackfs mounts for MOUNTPOINT arguments, and
-# the names (and some values) of the -o options of a mount. Works with or
-# without the bash-completion package.
+# the names (and some values) of the -o options of a mount. The options
+# are read from the help of the stackfs being completed (`stackfs CMD
+# --help`), the list the command itself accepts, so this script cannot
+# fall behind it. Works with or without the bash-completion package.
 
 # The mount points of the live stackfs mounts, one a line.
 _stackfs_mounts()
@@ -90,8 +92,48 @@ _stackfs_want_filenames()
 	return 0
 }
 
+# _stackfs_help_flags PROG CMD [SUB]: the options that `PROG CMD --help`
+# lists for CMD (or its subcommand SUB), then --help; one a line.
+_stackfs_help_flags()
+{
+	local line in=0
+	while IFS= read -r line; do
+		case $line in
+		"Options:") [[ -z $3 ]] && in=1 || in=0 ;;
+		"Options of $2 $3:") in=1 ;;
+		"Options of "* | "") in=0 ;;
+		*) ((in)) && [[ $line =~ ^\ \ (-[-a-zA-Z]+) ]] && echo "${BASH_REMATCH[1]}" ;;
+		esac
+	done < <("$1" "$2" --help 2>/dev/null)
+	echo --help
+}
+
+# _stackfs_help_mount_opts PROG: the -o options `PROG mount --help`
+# lists, one a line as "name", "name=" or "name=a|b" (values to offer).
+_stackfs_help_mount_opts()
+{
+	local line left o more=0
+	while IFS= read -r line; do
+		# an entry's line, or the next one when it ends in ","
+		if [[ $line == "    -o "* ]] || { ((more)) && [[ $line == "       "[a-z]* ]]; }; then
+			left=${line#"${line%%[! ]*}"}
+			left=${left%%  *}
+			[[ $left == *, ]] && more=1 || more=0
+			left=${left%,}
+			left=${left//, /$'\n'}
+			while IFS= read -r o; do
+				o=${o#-o }
+				[[ -n $o && $o != -* ]] && echo "$o"
+			done <<<"$left"
+		else
+			more=0
+		fi
+	done < <("$1" mount --help 2>/dev/null)
+}
+
 # The -o value being typed, "opt,opt,name=val...": completes the last
-# option's name, or its value for whiteout= and the directory options.
+# option's name, or its value for the options of a few named values
+# (whiteout=wh|overlay) and of a directory (lowerdir=DIR...).
 _stackfs_mount_opts()
 {
 	local before= last=$cur val
@@ -99,33 +141,39 @@ _stackfs_mount_opts()
 		before=${cur%,*},
 		last=${cur##*,}
 	fi
-	local -a cands=()
+	local -a cands=() opts=()
+	local o name
+	mapfile -t opts < <(_stackfs_help_mount_opts "$prog")
 	case $last in
-	whiteout=*)
-		cands=("${before}whiteout=wh" "${before}whiteout=overlay")
-		;;
-	lowerdir=*)
-		val=${last#lowerdir=}
-		local pre=${before}lowerdir=
-		if [[ $val == *:* ]]; then
-			pre+=${val%:*}:
-			val=${val##*:}
-		fi
-		mapfile -t cands < <(_stackfs_dirs "$val" "$pre")
-		_stackfs_want_filenames
-		;;
-	upperdir=* | workdir=*)
+	*=*)
+		name=${last%%=*}=
 		val=${last#*=}
-		mapfile -t cands < <(_stackfs_dirs "$val" "$before${last%%=*}=")
-		_stackfs_want_filenames
+		for o in "${opts[@]}"; do
+			[[ $o == "$name"* ]] || continue
+			case ${o#"$name"} in
+			DIR*)
+				local pre=$before$name
+				if [[ $name == lowerdir= && $val == *:* ]]; then
+					pre+=${val%:*}:
+					val=${val##*:}
+				fi
+				mapfile -t cands < <(_stackfs_dirs "$val" "$pre")
+				_stackfs_want_filenames
+				;;
+			*'|'*)
+				# the values named in lower case (not FILE)
+				local v vals
+				IFS='|' read -ra vals <<<"${o#"$name"}"
+				for v in "${vals[@]}"; do
+					[[ $v =~ ^[a-z]+$ ]] && cands+=("$before$name$v")
+				done
+				;;
+			esac
+		done
 		;;
-	timeout=* | readahead=*) ;;
 	*)
-		local o
-		for o in whiteout= timeout= readahead= fsync upgrade writeback nopassthrough trace lowerdir= upperdir= workdir= \
-			allow_other allow_root auto_unmount default_permissions debug \
-			ro rw dev nodev suid nosuid exec noexec noatime sync dirsync; do
-			cands+=("$before$o")
+		for o in "${opts[@]}"; do
+			cands+=("$before${o%%=*}${o//[!=]/}")
 		done
 		;;
 	esac
@@ -173,6 +221,9 @@ _stackfs()
 	COMPREPLY=()
 
 	local commands="mount umount unmount fsck branch status diff commit help"
+	# the stackfs being completed, whose help lists the options
+	local prog=${words[0]}
+	[[ $prog == */* ]] || prog=$(type -P -- "$prog") || prog=stackfs
 	local i cmd= cmdi=0
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
@@ -241,18 +292,12 @@ _stackfs()
 	done
 
 	local opts=
-	case $cmd${sub:+ $sub} in
-	mount) opts="-f -d -o --help" ;;
-	umount | unmount) opts="--help" ;;
-	fsck) opts="--repair --json --lower --help" ;;
-	"branch list") opts="--json --help" ;;
-	"branch add") opts="--mode --position --top --bottom --help" ;;
-	"branch remove") opts="--id --force --help" ;;
-	"branch mode") opts="--id --help" ;;
-	status) opts="--json --help" ;;
-	diff) opts="--json --help" ;;
-	commit) opts="--into --keep --help" ;;
+	case $cmd in
 	help) ;;
+	unmount) opts=$(_stackfs_help_flags "$prog" umount) ;;
+	mount | umount | fsck | branch | status | diff | commit)
+		opts=$(_stackfs_help_flags "$prog" "$cmd" "$sub")
+		;;
 	esac
 	if [[ $cur == -* ]]; then
 		_stackfs_reply $opts

@@ -14,8 +14,9 @@
  *
  * What is checked besides surviving every input (no crash, no leak):
  *  - success leaves a usable result: a timeout that is a number (not NaN)
- *    and not negative, a known whiteout style, the FUSE arguments a
- *    NULL-terminated vector ending with the options the daemon adds;
+ *    and not negative, a known whiteout style, a log FILE that is an
+ *    absolute path, the FUSE arguments a NULL-terminated vector ending
+ *    with the options the daemon adds;
  *  - -o lowerdir=A:B,upperdir=U (the overlayfs spelling) becomes a
  *    BRANCHES spec that sfs_branch_spec_parse reads back as exactly
  *    U=rw:A=ro:B=ro, whatever '=' the paths hold.
@@ -31,6 +32,8 @@
 #include <unistd.h>
 
 #include "stackfs/opts.c"
+#include "stackfs/optlist.c"
+#include "stackfs/foreign.c"
 #include "union/branch_spec.c"
 #include "stackfs/escape.c"
 
@@ -112,6 +115,9 @@ static void parse_argv(int argc, char **argv, const struct expect_ovl *x)
 		      o.timeout, show_argv(argc, argv));
 		CHECK(o.whiteout == SFS_WH_AUFS || o.whiteout == SFS_WH_OVERLAY,
 		      "whiteout style %d", (int)o.whiteout);
+		CHECK(o.log_to != SFS_LOG_TO_FILE || (o.log_file && o.log_file[0] == '/'),
+		      "log file \"%s\" accepted from %s", o.log_file ? o.log_file : "(null)",
+		      show_argv(argc, argv));
 		CHECK(args.argc >= 2 && args.argv[args.argc] == NULL &&
 		      /* fsname=stackfs unless the user named the source */
 		      !strncmp(args.argv[args.argc - 1], "-odefault_permissions,subtype=stackfs",
@@ -150,8 +156,7 @@ static void parse_argv(int argc, char **argv, const struct expect_ovl *x)
 		      x->mountpoint);
 	}
 	fuse_opt_free_args(&args);
-	free(o.branches);
-	free(o.mountpoint);
+	sfs_opts_free(&o);
 }
 
 /* Any bytes: argv[0] "stackfsd", then the input split at NULs. */

@@ -1,0 +1,148 @@
+/* The daemon's options, the one list the parser and --help use
+ * (optlist.h). libfuse's options are listed too, the ones stackfs passes
+ * on: an option is accepted only when it is here, so nothing libfuse
+ * would take silently goes undocumented. libfuse 3.14 takes the atime
+ * flags atime and noatime only (not relatime, lazytime...), and its
+ * max_read= makes the session end at the kernel's first request (the
+ * low-level init must repeat the value): not listed. Changing an option is changing
+ * this table; stackfs(8) and the README follow (tests/98-docs.bats). */
+#include <stdio.h>
+#include <string.h>
+
+#include "stackfs/optlist.h"
+
+#define OURS(t, k, a, h) { t, SFS_OPTK_##k, SFS_OPTG_STACKFS, a, h }
+#define OVL(t, k, a, h)  { t, SFS_OPTK_##k, SFS_OPTG_OVERLAY, a, h }
+#define FUSE(t, a, h)    { t, SFS_OPTK_FUSE, SFS_OPTG_FUSE, a, h }
+#define CMD(t, k, h)     { t, SFS_OPTK_##k, SFS_OPTG_CMDLINE, NULL, h }
+
+const struct sfs_optdef sfs_optlist[] = {
+	OURS("whiteout=", WHITEOUT, "wh|overlay",
+	     "the whiteout format written (default wh)\n"),
+	OURS("timeout=", TIMEOUT, "SECONDS",
+	     "how long the kernel caches entries and\n"
+	     "attributes (default 60); a change made\n"
+	     "directly in a branch shows in the view only\n"
+	     "after it: 0 shows it at once\n"),
+	OURS("readahead=", READAHEAD, "KIB",
+	     "readahead window of the mount (default 512;\n"
+	     "0: the kernel's)\n"),
+	OURS("fsync", FSYNC, NULL, "fsync every copy-up before it is placed\n"),
+	OURS("upgrade", UPGRADE, NULL, "upgrade an older metadata format\n"),
+	OURS("writeback", WRITEBACK, NULL,
+	     "the kernel's writeback cache (faster writes;\n"
+	     "errors of delayed writes show at fsync/close)\n"),
+	OURS("nopassthrough", NOPASSTHROUGH, NULL,
+	     "serve reads and writes of upper files by\n"
+	     "requests, not by FUSE passthrough\n"),
+	OURS("trace", TRACE, NULL,
+	     "log every call into a branch (the branch\n"
+	     "seam: operation, branch, path, result)\n"),
+	OURS("log=", LOG, "FILE|syslog|stderr",
+	     "where the daemon logs (default syslog, and\n"
+	     "stderr with -f or -d); FILE is an absolute path\n"),
+	OVL("lowerdir=", LOWERDIR, "DIR[:DIR...]",
+	    "ro branches, highest first, instead of\n"
+	    "BRANCHES; the operands are then\n"
+	    "[SOURCE] MOUNTPOINT\n"),
+	OVL("upperdir=", UPPERDIR, "DIR", "the rw branch over them\n"),
+	OVL("workdir=", WORKDIR, "DIR", "on upperdir's filesystem; accepted, unused\n"),
+	{ "fsname=", SFS_OPTK_FSNAME, SFS_OPTG_FUSE, "NAME",
+	  "the mount's source in /proc/mounts\n(default stackfs)\n" },
+	{ "subtype=", SFS_OPTK_SUBTYPE, SFS_OPTG_FUSE, "stackfs",
+	  "always stackfs; another value is refused\n" },
+	FUSE("default_permissions", NULL, "always on: the kernel checks permissions\n"),
+	FUSE("allow_other", NULL, "let other users use the view\n"),
+	FUSE("allow_root", NULL, "let root use a view another user mounted\n"),
+	FUSE("auto_unmount", NULL, "unmount the view when the daemon ends\n"),
+	FUSE("ro", NULL, "a read-only view\n"),
+	FUSE("rw", NULL, "a read-write view (the default)\n"),
+	FUSE("dev", NULL, "as for mount(8)\n"),
+	FUSE("nodev", NULL, NULL), FUSE("suid", NULL, NULL), FUSE("nosuid", NULL, NULL),
+	FUSE("exec", NULL, NULL), FUSE("noexec", NULL, NULL),
+	FUSE("sync", NULL, "as for mount(8)\n"),
+	FUSE("async", NULL, NULL), FUSE("dirsync", NULL, NULL),
+	FUSE("atime", NULL, "as for mount(8)\n"),
+	FUSE("noatime", NULL, NULL),
+	{ "debug", SFS_OPTK_DEBUG, SFS_OPTG_FUSE, NULL, "as -d\n" },
+	FUSE("context=", "CONTEXT", "SELinux labels, as for mount(8)\n"),
+	FUSE("fscontext=", "CONTEXT", NULL), FUSE("defcontext=", "CONTEXT", NULL),
+	FUSE("rootcontext=", "CONTEXT", NULL),
+	CMD("-f", FG, "stay in the foreground\n"),
+	CMD("-d", DEBUG, "debug: stay in the foreground, log every\nrequest\n"),
+	CMD("-h", HELP, "print this help\n"),
+	CMD("--help", HELP, NULL),
+	CMD("-V", VERSION, "print the versions of stackfs and libfuse\n"),
+	CMD("--version", VERSION, NULL),
+};
+const size_t sfs_optlist_n = sizeof(sfs_optlist) / sizeof(sfs_optlist[0]);
+
+static const char *const headings[] = {
+	[SFS_OPTG_STACKFS] = "stackfs options:",
+	[SFS_OPTG_OVERLAY] = "the branches, overlayfs-style:",
+	[SFS_OPTG_FUSE] = "FUSE and mount options (passed on):",
+	[SFS_OPTG_CMDLINE] = "other options:",
+};
+
+#define HELP_COLUMN 28
+#define LINE_MAX_COLS 78
+
+/* The spelling of one option: "-f", "-o timeout=SECONDS"; after a
+ * first "-o ..." on the same entry, a name alone. */
+static void spell(char *buf, size_t len, const struct sfs_optdef *d, int *had_o)
+{
+	if (d->templ[0] == '-') {
+		snprintf(buf, len, "%s", d->templ);
+		return;
+	}
+	snprintf(buf, len, "%s%s%s", *had_o ? "" : "-o ", d->templ, d->arg ? d->arg : "");
+	*had_o = 1;
+}
+
+/* One entry and the spellings after it (", "-separated, wrapped under
+ * the first name); its help in the right column, on the next line when
+ * the spellings fill the left one. Returns the index after them. */
+static size_t print_entry(FILE *f, size_t i)
+{
+	const char *h = sfs_optlist[i].help;
+	int col = fprintf(f, "    "), had_o = 0;
+	size_t j = i;
+	char word[128];
+
+	do {
+		spell(word, sizeof(word), &sfs_optlist[j], &had_o);
+		if (j > i && col + 2 + (int)strlen(word) > LINE_MAX_COLS)
+			col = fprintf(f, ",\n       ") - 2;
+		else if (j > i)
+			col += fprintf(f, ", ");
+		col += fprintf(f, "%s", word);
+		j++;
+	} while (j < sfs_optlist_n && !sfs_optlist[j].help);
+	if (col + 2 > HELP_COLUMN) {
+		fputc('\n', f);
+		col = 0;
+	}
+	while (*h) {
+		size_t len = strcspn(h, "\n");
+
+		fprintf(f, "%*s%.*s\n", HELP_COLUMN - col, "", (int)len, h);
+		col = 0;
+		h += len + (h[len] == '\n');
+	}
+	return j;
+}
+
+void sfs_optlist_print(FILE *f, unsigned mask)
+{
+	for (unsigned g = SFS_OPTG_STACKFS; g <= SFS_OPTG_CMDLINE; g++) {
+		if (!(mask & SFS_OPTG_MASK(g)))
+			continue;
+		fprintf(f, "\n%s\n", headings[g]);
+		for (size_t i = 0; i < sfs_optlist_n;) {
+			if (sfs_optlist[i].group == g && sfs_optlist[i].help)
+				i = print_entry(f, i);
+			else
+				i++;
+		}
+	}
+}
