@@ -368,25 +368,6 @@ static int copy_times(const struct stat *st, int ddir, const char *dname)
 	return ret;
 }
 
-/* Clears the opaque and redirect marks of a directory, both formats. */
-static int clear_marks(int dirfd)
-{
-	static const char *const names[] = {
-		SFS_OVL_OPAQUE_XATTR, SFS_OVL_USER_OPAQUE_XATTR, SFS_REDIRECT_XATTR,
-		SFS_OVL_REDIRECT_XATTR, SFS_OVL_USER_REDIRECT_XATTR,
-	};
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		int ret = sfs_xattr_remove(dirfd, "", names[i]);
-
-		if (ret < 0 && ret != -ENODATA && ret != -ENOTSUP && ret != -EOPNOTSUPP)
-			return ret;
-	}
-	if (sfs_do_unlinkat(dirfd, SFS_WH_OPQ, 0) < 0 && errno != ENOENT)
-		return -errno;
-	return 0;
-}
-
 /* ------------------------------------------------------------ hard links */
 
 static size_t link_slot(const struct commit *c, dev_t dev, ino_t ino)
@@ -546,7 +527,7 @@ static int fix_marks(struct commit *c, struct dctx *d, const char *name,
 		got = NULL;
 		if (round)
 			break;
-		ret = clear_marks(fd);
+		ret = sfs_dirmark_clear(fd);
 		if (ret == 0 && (!wanted || wanted->n == 0 || !wanted->dpath))
 			ret = sfs_wh_set_opaque(fd, c->style);
 		else if (ret == 0)
@@ -784,15 +765,8 @@ out_link:
 	}
 out_wh:
 	/* an aufs whiteout of the lower branch beside the entry: moot now */
-	{
-		char wh[300];
-
-		snprintf(wh, sizeof(wh), SFS_WH_PREFIX "%s", name);
-		if (strlen(name) + SFS_WH_PREFIX_LEN <= 255 && sfs_do_unlinkat(d->T, wh, 0) < 0 &&
-		    errno != ENOENT)
-			return fail(c, -errno, vpath, "removing a whiteout");
-	}
-	return 0;
+	ret = sfs_wh_remove_aufs(d->T, name);
+	return ret < 0 ? fail(c, ret, vpath, "removing a whiteout") : 0;
 }
 
 /* A whiteout of the rw branch: the lower entry goes; a whiteout stays in
@@ -824,19 +798,14 @@ static int apply_whiteout(struct commit *c, struct dctx *d, const char *name,
 	if (ret == -ENOENT)
 		return 0;
 	if (ret == 0) {
-		char tmp[64];
+		char tmp[64] = "";
 
 		touch_t(d);
-		if (style == SFS_WH_OVERLAY) {
+		/* an overlay device is staged beside it, under a name the
+		 * journal's recovery removes */
+		if (style == SFS_WH_OVERLAY)
 			tmp_name(c, tmp);
-			ret = sfs_do_mknodat(d->T, tmp, S_IFCHR, makedev(0, 0)) < 0 ? -errno : 0;
-			if (ret == 0 && sfs_do_renameat2(d->T, tmp, d->T, name, 0) < 0) {
-				ret = -errno;
-				sfs_do_unlinkat(d->T, tmp, 0);
-			}
-		} else {
-			ret = sfs_wh_create(d->T, name, -1, SFS_WH_AUFS);
-		}
+		ret = sfs_wh_create_as(d->T, name, d->T, tmp, style);
 	}
 	return ret < 0 ? fail(c, ret, vpath, "writing a whiteout") : 0;
 }

@@ -268,24 +268,6 @@ static int roll_back(int lower_fd, const struct sfs_journal *j, char *err, size_
 
 /* ------------------------------------------------------------ emptying */
 
-static int clear_marks(int dirfd)
-{
-	static const char *const names[] = {
-		SFS_OVL_OPAQUE_XATTR, SFS_OVL_USER_OPAQUE_XATTR, SFS_REDIRECT_XATTR,
-		SFS_OVL_REDIRECT_XATTR, SFS_OVL_USER_REDIRECT_XATTR,
-	};
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		int ret = sfs_xattr_remove(dirfd, "", names[i]);
-
-		if (ret < 0 && ret != -ENODATA && ret != -ENOTSUP && ret != -EOPNOTSUPP)
-			return ret;
-	}
-	if (sfs_do_unlinkat(dirfd, SFS_WH_OPQ, 0) < 0 && errno != ENOENT)
-		return -errno;
-	return 0;
-}
-
 /* Removes every entry of dir (but .stackfs when root). */
 static int empty_dir(int dir, bool root)
 {
@@ -329,7 +311,7 @@ int sfs_jnl_empty_rw(int rw_fd, const struct timespec times[2], char *err, size_
 			close(fd);
 	}
 	if (ret == 0)
-		ret = clear_marks(rw_fd);
+		ret = sfs_dirmark_clear(rw_fd);
 	if (ret == 0 && sfs_do_utimensat(rw_fd, ".", times, 0) < 0)
 		ret = -errno;
 	if (ret < 0)
