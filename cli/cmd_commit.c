@@ -1483,88 +1483,6 @@ static bool same_dir(const char *path, const struct stat *st)
 	return stat(path, &s) == 0 && s.st_dev == st->st_dev && s.st_ino == st->st_ino;
 }
 
-/* A running stackfsd whose branches include dir: by the command lines of
- * the mounts published under the runtime directory, and by the fds every
- * stackfsd holds (a branch added live, or given by a relative path).
- * Its pid, or 0. */
-static pid_t daemon_using(const struct stat *dir)
-{
-	const char *base = sfs_runtime_base();
-	struct dirent *e;
-	pid_t found = 0;
-	DIR *d = opendir(base);
-
-	while (d && !found && (e = readdir(d))) {
-		char p[PATH_MAX], buf[32], err[256];
-		struct mbranch *v = NULL;
-		size_t n = 0;
-		ssize_t k;
-		pid_t pid;
-		int fd;
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(p, sizeof(p), "%s/%s/pid", base, e->d_name);
-		fd = open(p, O_RDONLY | O_CLOEXEC);
-		k = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-		if (fd >= 0)
-			close(fd);
-		if (k <= 0)
-			continue;
-		buf[k] = '\0';
-		pid = (pid_t)atoi(buf);
-		if (pid <= 0 || (kill(pid, 0) < 0 && errno == ESRCH))
-			continue;
-		if (sfs_diff_daemon_branches(pid, &v, &n, err, sizeof(err)) < 0)
-			continue;
-		for (size_t i = 0; i < n && !found; i++)
-			if (same_dir(v[i].path, dir))
-				found = pid;
-		sfs_diff_mbranches_free(v, n);
-	}
-	if (d)
-		closedir(d);
-	if (found)
-		return found;
-	d = opendir("/proc");
-	while (d && !found && (e = readdir(d))) {
-		char p[600], exe[PATH_MAX];
-		const char *b;
-		struct dirent *fe;
-		struct stat st;
-		DIR *fds;
-		ssize_t n;
-
-		if (e->d_name[0] < '1' || e->d_name[0] > '9' || atoi(e->d_name) == getpid())
-			continue;
-		snprintf(p, sizeof(p), "/proc/%s/exe", e->d_name);
-		n = readlink(p, exe, sizeof(exe) - 1);
-		if (n <= 0)
-			continue;
-		exe[n] = '\0';
-		if (strstr(exe, " (deleted)"))
-			*strstr(exe, " (deleted)") = '\0';
-		b = strrchr(exe, '/');
-		if (!b || strcmp(b + 1, "stackfsd"))
-			continue;
-		snprintf(p, sizeof(p), "/proc/%s/fd", e->d_name);
-		fds = opendir(p);
-		while (fds && (fe = readdir(fds))) {
-			snprintf(p, sizeof(p), "/proc/%s/fd/%s", e->d_name, fe->d_name);
-			if (fe->d_name[0] != '.' && stat(p, &st) == 0 && S_ISDIR(st.st_mode) &&
-			    st.st_dev == dir->st_dev && st.st_ino == dir->st_ino) {
-				found = (pid_t)atoi(e->d_name);
-				break;
-			}
-		}
-		if (fds)
-			closedir(fds);
-	}
-	if (d)
-		closedir(d);
-	return found;
-}
-
 /* ------------------------------------------------------------ command */
 
 static void print_json(const struct commit *c, const struct sfs_changes *ch, bool emptied,
@@ -2086,7 +2004,7 @@ static int run_commit(int argc, char **argv)
 			lock_lo = lk;
 		else
 			lock_rw = lk;
-		pid = daemon_using(i ? &ls : &rs);
+		pid = sfs_cli_daemon_using(i ? &ls : &rs);
 		if (pid > 0) {
 			efail(early, sizeof(early), "%s: branch is in use by a mounted stackfs "
 				"(stackfsd pid %d): unmount it first\n", p, (int)pid);

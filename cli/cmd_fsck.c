@@ -181,48 +181,9 @@ static void out_free(struct out *o)
  * format before the lock, or the branch used read-only): its pid, or 0. */
 static pid_t daemon_holding(int root_fd)
 {
-	struct stat root, st;
-	struct dirent *e;
-	pid_t found = 0;
-	DIR *proc;
+	struct stat root;
 
-	if (fstat(root_fd, &root) < 0 || !(proc = opendir("/proc")))
-		return 0;
-	while (!found && (e = readdir(proc))) {
-		char p[600], exe[PATH_MAX];
-		const char *base;
-		struct dirent *fe;
-		DIR *fds;
-		ssize_t n;
-
-		if (e->d_name[0] < '1' || e->d_name[0] > '9')
-			continue;
-		snprintf(p, sizeof(p), "/proc/%s/exe", e->d_name);
-		n = readlink(p, exe, sizeof(exe) - 1);
-		if (n <= 0)
-			continue;
-		exe[n] = 0;
-		if (strstr(exe, " (deleted)"))
-			*strstr(exe, " (deleted)") = 0;
-		base = strrchr(exe, '/');
-		if (!base || strcmp(base + 1, "stackfsd") || atoi(e->d_name) == getpid())
-			continue;
-		snprintf(p, sizeof(p), "/proc/%s/fd", e->d_name);
-		fds = opendir(p);
-		if (!fds)
-			continue;
-		while ((fe = readdir(fds))) {
-			snprintf(p, sizeof(p), "/proc/%s/fd/%s", e->d_name, fe->d_name);
-			if (fe->d_name[0] != '.' && stat(p, &st) == 0 &&
-			    st.st_dev == root.st_dev && st.st_ino == root.st_ino) {
-				found = (pid_t)atoi(e->d_name);
-				break;
-			}
-		}
-		closedir(fds);
-	}
-	closedir(proc);
-	return found;
+	return fstat(root_fd, &root) < 0 ? 0 : sfs_cli_daemon_holding(&root);
 }
 
 /* ------------------------------------------------------------ a view */
