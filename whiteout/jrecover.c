@@ -222,7 +222,7 @@ static int unstage(int lower_fd, int stage_fd, const struct sfs_journal *j, char
 	return 0;
 }
 
-static int sync_fd(int fd)
+int sfs_jnl_syncfs(int fd)
 {
 	int sfd = sfs_do_open(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
 	int ret = sfd < 0 || syncfs(sfd) < 0 ? -errno : 0;
@@ -248,7 +248,7 @@ static int roll_back(int lower_fd, const struct sfs_journal *j, char *err, size_
 	if (stage_fd < 0) {
 		ret = -errno;
 		if (ret == -ENOENT)
-			return sync_fd(lower_fd); /* no move: nothing to put back */
+			return sfs_jnl_syncfs(lower_fd); /* no move: nothing to put back */
 		snprintf(err, errlen, "%s: %s", j->stage, strerror(-ret));
 		return ret;
 	}
@@ -261,7 +261,7 @@ static int roll_back(int lower_fd, const struct sfs_journal *j, char *err, size_
 		snprintf(err, errlen, "removing the staging directory %s: %s", j->stage,
 			 strerror(-ret));
 	}
-	if (ret == 0 && (ret = sync_fd(lower_fd)) < 0)
+	if (ret == 0 && (ret = sfs_jnl_syncfs(lower_fd)) < 0)
 		snprintf(err, errlen, "syncfs: %s", strerror(-ret));
 	return ret;
 }
@@ -428,7 +428,7 @@ int sfs_jnl_recover(int rw_fd, int lower_fd, const struct sfs_journal *j,
 		*done = "completed (the lower branch holds the changes)";
 		if (!(j->flags & SFS_JNL_F_KEEP)) {
 			ret = sfs_jnl_empty_rw(rw_fd, j->rw_times, err, errlen);
-			if (ret == 0 && (ret = sync_fd(rw_fd)) < 0)
+			if (ret == 0 && (ret = sfs_jnl_syncfs(rw_fd)) < 0)
 				snprintf(err, errlen, "syncfs: %s", strerror(-ret));
 		}
 	}
