@@ -32,11 +32,21 @@ int sfs_commit_stopped(struct commit *c, const char *path)
 					 : 0;
 }
 
-void sfs_commit_progress(struct commit *c, const char *path)
+int sfs_commit_step(struct commit *c, const char *vpath)
 {
 	c->done++;
 	if (c->o->progress)
-		c->o->progress(c->o->arg, c->done, c->total, path);
+		c->o->progress(c->o->arg, c->done, c->total, vpath);
+	return sfs_commit_stopped(c, vpath);
+}
+
+char *sfs_commit_path(struct commit *c, const char *dir, const char *name)
+{
+	char *p = sfs_ch_join(dir[0] ? dir : "/", name);
+
+	if (!p)
+		sfs_commit_fail(c, -ENOMEM, dir, "");
+	return p;
 }
 
 int sfs_commit_refuse(struct commit *c, enum sfs_commit_outcome how, const char *fmt, ...)

@@ -319,13 +319,12 @@ static int apply_whiteout(struct commit *c, struct dctx *d, const char *name,
 /* One whiteout w of the rw directory d. */
 static int commit_whiteout(struct commit *c, struct dctx *d, const struct raw *w)
 {
-	char *vpath = sfs_ch_join(d->vpath[0] ? d->vpath : "/", w->name);
+	char *vpath = sfs_commit_path(c, d->vpath, w->name);
 	int ret;
 
 	if (!vpath)
-		return sfs_commit_fail(c, -ENOMEM, d->vpath, "");
-	sfs_commit_progress(c, vpath);
-	ret = sfs_commit_stopped(c, vpath);
+		return -ENOMEM;
+	ret = sfs_commit_step(c, vpath);
 	if (ret == 0)
 		ret = apply_whiteout(c, d, w->name, vpath,
 				     w->kind == RAW_WH_OVERLAY ? SFS_WH_OVERLAY : SFS_WH_AUFS);
@@ -338,13 +337,12 @@ static int commit_entry(struct commit *c, struct dctx *d, const struct sfs_ch_la
 			const char *name)
 {
 	struct sfs_ch_stack *vc = NULL;
-	char *vpath = sfs_ch_join(d->vpath[0] ? d->vpath : "/", name);
+	char *vpath = sfs_commit_path(c, d->vpath, name);
 	int ret;
 
 	if (!vpath)
-		return sfs_commit_fail(c, -ENOMEM, d->vpath, "");
-	sfs_commit_progress(c, vpath);
-	ret = sfs_commit_stopped(c, vpath);
+		return -ENOMEM;
+	ret = sfs_commit_step(c, vpath);
 	if (ret == 0)
 		ret = sfs_ch_lookup(&c->u, d->V, name, true, &vc);
 	if (ret == 0 && vc->l[0].b != 0)
@@ -389,14 +387,13 @@ static int commit_lower_name(struct commit *c, struct dctx *d, const char *name)
 {
 	struct sfs_ch_stack *vc = NULL;
 	const struct indexed *e;
-	char *vpath = sfs_ch_join(d->vpath[0] ? d->vpath : "/", name);
+	char *vpath = sfs_commit_path(c, d->vpath, name);
 	int ret = 0;
 
 	if (!vpath)
-		return sfs_commit_fail(c, -ENOMEM, d->vpath, "");
+		return -ENOMEM;
 	if ((e = sfs_commit_ix_find(c, vpath))) {
-		sfs_commit_progress(c, vpath);
-		ret = sfs_commit_stopped(c, vpath);
+		ret = sfs_commit_step(c, vpath);
 		if (ret == 0)
 			ret = sfs_commit_place_file(c, d, name, vpath, c->u.index_fd, e->name, true);
 	} else if (sfs_commit_ix_under(c, vpath)) {

@@ -72,6 +72,14 @@ int sfs_commit_copy_times(const struct stat *st, int ddir, const char *dname)
 	return ret;
 }
 
+int sfs_commit_copy_attrs(int sdir, const char *sname, const struct stat *st, int ddir,
+			  const char *dname)
+{
+	int ret = sfs_commit_copy_meta(sdir, sname, st, ddir, dname);
+
+	return ret < 0 ? ret : sfs_commit_copy_times(st, ddir, dname);
+}
+
 /* The inode flags (chattr) of a regular file or directory, set once the
  * entry is in place (an immutable one cannot be renamed). */
 int sfs_commit_copy_flags(int sdir, const char *sname, int ddir, const char *dname)

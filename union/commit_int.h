@@ -99,8 +99,11 @@ struct raw {
 int sfs_commit_fail(struct commit *c, int err, const char *path, const char *what);
 /* -EINTR once a stop was asked for: checked before each step. */
 int sfs_commit_stopped(struct commit *c, const char *path);
-/* One entry more done (path: of the view). */
-void sfs_commit_progress(struct commit *c, const char *path);
+/* One entry more done (vpath: of the view), then sfs_commit_stopped. */
+int sfs_commit_step(struct commit *c, const char *vpath);
+/* The view path of name in the view's directory dir ("" the root), or
+ * NULL (-ENOMEM recorded). */
+char *sfs_commit_path(struct commit *c, const char *dir, const char *name);
 /* Refuses the commit before anything changed: the message in r->msg.
  * Returns -1. */
 int sfs_commit_refuse(struct commit *c, enum sfs_commit_outcome how, const char *fmt, ...)
@@ -169,6 +172,9 @@ int sfs_commit_place_file(struct commit *c, struct dctx *d, const char *name,
 int sfs_commit_copy_meta(int sdir, const char *sname, const struct stat *st, int ddir,
 			 const char *dname);
 int sfs_commit_copy_times(const struct stat *st, int ddir, const char *dname);
+/* Both: the attributes, then the times (that no later step changes). */
+int sfs_commit_copy_attrs(int sdir, const char *sname, const struct stat *st, int ddir,
+			  const char *dname);
 int sfs_commit_copy_flags(int sdir, const char *sname, int ddir, const char *dname);
 /* Removes the attributes of dfd that sfd lacks (not the private ones). */
 int sfs_commit_drop_xattrs(int sfd, int dfd);

@@ -131,9 +131,7 @@ static int rewrite_in_place(struct commit *c, struct dctx *d, const char *name, 
 	if (dfd >= 0)
 		close(dfd);
 	if (ret == 0)
-		ret = sfs_commit_copy_meta(sdir, sname, st, d->T, name);
-	if (ret == 0)
-		ret = sfs_commit_copy_times(st, d->T, name);
+		ret = sfs_commit_copy_attrs(sdir, sname, st, d->T, name);
 	if (ret == 0)
 		ret = sfs_commit_copy_flags(sdir, sname, d->T, name);
 	return ret;
@@ -180,9 +178,7 @@ static int place_copy(struct commit *c, struct dctx *d, const char *name, const 
 	if (in >= 0)
 		close(in);
 	if (ret == 0)
-		ret = sfs_commit_copy_meta(sdir, sname, st, d->T, tmp);
-	if (ret == 0)
-		ret = sfs_commit_copy_times(st, d->T, tmp);
+		ret = sfs_commit_copy_attrs(sdir, sname, st, d->T, tmp);
 	if (ret == 0)
 		ret = sfs_commit_put_in_place(c, d->T, tmp, name);
 	if (ret < 0) {

@@ -134,22 +134,34 @@ static int plan_move(struct commit *c, const char *p, const struct sfs_ch_stack 
 	return ret < 0 ? sfs_commit_fail(c, ret, p, "") : 0;
 }
 
+/* name in the view's directory at vpath (stack V): its path (*p) and
+ * its stack (*vc). 0, or -errno recorded (-ENOENT only when not quiet). */
+static int plan_lookup(struct commit *c, const char *vpath, const struct sfs_ch_stack *V,
+		       const char *name, bool quiet_enoent, char **p, struct sfs_ch_stack **vc)
+{
+	int ret;
+
+	*vc = NULL;
+	*p = sfs_commit_path(c, vpath, name);
+	if (!*p)
+		return -ENOMEM;
+	ret = sfs_ch_lookup(&c->u, V, name, true, vc);
+	if (ret < 0 && (ret != -ENOENT || !quiet_enoent))
+		ret = sfs_commit_fail(c, ret, *p, "looking up");
+	return ret;
+}
+
 static int plan_dir(struct commit *c, const char *vpath, const struct sfs_ch_stack *V);
 
 /* An entry `name` of the rw directory at vpath (view stack V). */
 static int plan_entry(struct commit *c, const char *vpath, const struct sfs_ch_stack *V,
 		      const char *name)
 {
-	struct sfs_ch_stack *vc = NULL;
-	char *p = sfs_ch_join(vpath[0] ? vpath : "/", name);
-	int ret;
+	struct sfs_ch_stack *vc;
+	char *p;
+	int ret = plan_lookup(c, vpath, V, name, false, &p, &vc);
 
-	if (!p)
-		return sfs_commit_fail(c, -ENOMEM, vpath, "");
-	ret = sfs_ch_lookup(&c->u, V, name, true, &vc);
-	if (ret < 0) {
-		ret = sfs_commit_fail(c, ret, p, "looking up");
-	} else if (S_ISDIR(vc->top.st_mode) && vc->l[0].b == 0) {
+	if (ret == 0 && S_ISDIR(vc->top.st_mode) && vc->l[0].b == 0) {
 		if (vc->redirected)
 			ret = plan_move(c, p, vc);
 		if (ret == 0)
@@ -234,22 +246,17 @@ static int plan_index(struct commit *c, const char *vpath, const struct sfs_ch_s
 static int plan_index_name(struct commit *c, const char *vpath, const struct sfs_ch_stack *V,
 			   const char *name)
 {
-	struct sfs_ch_stack *vc = NULL;
-	char *p = sfs_ch_join(vpath[0] ? vpath : "/", name);
-	int ret;
+	struct sfs_ch_stack *vc;
+	char *p;
+	int ret = plan_lookup(c, vpath, V, name, true, &p, &vc);
 
-	if (!p)
-		return sfs_commit_fail(c, -ENOMEM, vpath, "");
-	ret = sfs_ch_lookup(&c->u, V, name, true, &vc);
 	if (ret == -ENOENT) {
 		ret = 0;
-	} else if (ret < 0) {
-		ret = sfs_commit_fail(c, ret, p, "looking up");
-	} else if (vc->indexed && vc->l[0].b != 0) {
+	} else if (ret == 0 && vc->indexed && vc->l[0].b != 0) {
 		ret = add_indexed(c, p, vc);
 		if (ret == 0)
 			p = NULL;
-	} else if (S_ISDIR(vc->top.st_mode)) {
+	} else if (ret == 0 && S_ISDIR(vc->top.st_mode)) {
 		ret = plan_index(c, p, vc);
 	}
 	sfs_ch_stack_free(vc);

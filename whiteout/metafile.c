@@ -150,20 +150,15 @@ out_unlink:
 	return ret;
 }
 
-/* Empties the directory fd (opened O_RDONLY) without following symlinks. */
+/* Without following symlinks; any fd of the directory (O_PATH too). */
 int sfs_meta_empty_dir(int fd)
 {
-	int dfd = dup(fd);
-	DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+	DIR *d = sfs_do_opendir(fd, ".");
 	struct dirent *e;
 	int ret = 0;
 
-	if (!d) {
-		ret = -errno;
-		if (dfd >= 0)
-			close(dfd);
-		return ret;
-	}
+	if (!d)
+		return -errno;
 	while ((e = readdir(d))) {
 		int r;
 

@@ -262,7 +262,7 @@ int sfs_meta_fsync_dir(int dir_fd);
 /* Removes name in dir_fd and, for a directory, everything under it,
  * without following symlinks. */
 int sfs_meta_remove_tree(int dir_fd, const char *name);
-/* Empties the directory fd (opened O_RDONLY) the same way. */
+/* Empties the directory fd (any fd of it) the same way. */
 int sfs_meta_empty_dir(int fd);
 
 /* ------------------------------------------------------------ opening */
