@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /* Exit codes scripts can rely on. */
@@ -60,6 +61,15 @@ void sfs_diff_mbranches_free(struct mbranch *v, size_t n);
  * -errno with a message in err. */
 int sfs_diff_mount_branches(const char *mp, unsigned ma, unsigned mi,
 			    struct mbranch **v, size_t *n, char *err, size_t errlen);
+
+/* daemons.c: a running stackfsd (not this process) that holds an fd of
+ * the directory dir (a branch it uses), by the fds every stackfsd holds:
+ * its pid, or 0. */
+pid_t sfs_cli_daemon_holding(const struct stat *dir);
+/* The same, also by the command lines of the mounts published under the
+ * runtime directory (a branch a ro mount uses but holds no fd of at
+ * the moment): its pid, or 0. */
+pid_t sfs_cli_daemon_using(const struct stat *dir);
 
 /* view.c: 1 when fd is inside a fuse.stackfs mount (a view, not a
  * branch), with that mount's mount point in mp; 0 when not; -errno. */

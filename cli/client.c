@@ -186,38 +186,43 @@ static int send_words(int fd, const char *const *w, long long deadline)
 static int read_all(int fd, char **out, size_t *len, long long deadline)
 {
 	size_t cap = 4096, n = 0;
-	char *buf = malloc(cap + 1);
+	char *buf = malloc(cap + 1), *nb;
+	ssize_t r;
+	int ret;
 
-	while (buf) {
-		int ret = wait_fd(fd, POLLIN, deadline);
-		ssize_t r = ret < 0 ? ret : read(fd, buf + n, cap - n);
-
-		if (r < 0 && ret == 0 && errno == EINTR)
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ret = wait_fd(fd, POLLIN, deadline);
+		if (ret < 0)
+			goto out_free;
+		r = read(fd, buf + n, cap - n);
+		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
-			free(buf);
-			return ret < 0 ? ret : -errno;
+			ret = -errno;
+			goto out_free;
 		}
 		if (r == 0)
 			break;
 		n += (size_t)r;
-		if (n == cap) {
-			char *nb = cap < SFS_CTL_MAX_REPLY ? realloc(buf, cap * 2 + 1) : NULL;
-
-			if (!nb) {
-				free(buf);
-				return -EMSGSIZE;
-			}
-			buf = nb;
-			cap *= 2;
+		if (n < cap)
+			continue;
+		nb = cap < SFS_CTL_MAX_REPLY ? realloc(buf, cap * 2 + 1) : NULL;
+		if (!nb) {
+			ret = -EMSGSIZE;
+			goto out_free;
 		}
+		buf = nb;
+		cap *= 2;
 	}
-	if (!buf)
-		return -ENOMEM;
 	buf[n] = '\0';
 	*out = buf;
 	*len = n;
 	return 0;
+out_free:
+	free(buf);
+	return ret;
 }
 
 /* "ERR ENAME message": the errno and the message. */

@@ -270,7 +270,7 @@ static int pick(const struct rows *t, const char *what, const char *which, bool 
 
 /* A rw branch being removed without --force: refused while `stackfs
  * diff` of it against the branches below it in the mount lists anything
- * (whiteout/changes.c), or when that cannot be told. */
+ * (union/changes.c), or when that cannot be told. */
 static int unmerged_check(const char *mp, const struct sfs_branch_row *r)
 {
 	struct sfs_changes_opts co = { 0 };

@@ -1,6 +1,6 @@
 /* stackfs diff: what a rw branch changes relative to the branches below
  * it, like `docker diff`: "A /path", "C /path", "D /path", sorted by path
- * (whiteout/changes.c does the walk). Given a mount point, the highest rw
+ * (union/changes.c does the walk). Given a mount point, the highest rw
  * branch of the mount and the branches below it; given a branch
  * directory, the branches below it from --lower or from its last mount
  * (.stackfs/lowers). */
@@ -213,22 +213,15 @@ static int push_resolved(struct mbranch **v, size_t *n, const char *cwd, const c
 	return ret;
 }
 
-int sfs_diff_daemon_branches(pid_t pid, struct mbranch **out, size_t *n,
-			     char *err, size_t errlen)
+/* The NUL-separated command line of process pid (malloc'd, ending in a
+ * NUL) and its length. */
+static int read_cmdline(pid_t pid, char **out, size_t *len, char *err, size_t errlen)
 {
-	char p[64], cwd[PATH_MAX], *args = NULL, *upper = NULL, *lower = NULL;
-	const char *pos = NULL;
-	struct mbranch *v = NULL;
-	size_t len = 0, cap = 0, nv = 0;
-	bool opts_only = false;
+	char p[64], *args = NULL;
+	size_t n = 0, cap = 0;
 	ssize_t k;
 	int fd, ret = 0;
 
-	*out = NULL;
-	*n = 0;
-	snprintf(p, sizeof(p), "/proc/%d/cwd", (int)pid);
-	k = readlink(p, cwd, sizeof(cwd) - 1);
-	cwd[k > 0 ? k : 0] = '\0';
 	snprintf(p, sizeof(p), "/proc/%d/cmdline", (int)pid);
 	fd = open(p, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
@@ -236,7 +229,7 @@ int sfs_diff_daemon_branches(pid_t pid, struct mbranch **out, size_t *n,
 		return -errno;
 	}
 	for (;;) {
-		if (len + 4096 > cap) {
+		if (n + 4096 > cap) {
 			char *na = realloc(args, cap + 65536);
 
 			if (!na) {
@@ -246,12 +239,12 @@ int sfs_diff_daemon_branches(pid_t pid, struct mbranch **out, size_t *n,
 			args = na;
 			cap += 65536;
 		}
-		k = read(fd, args + len, cap - len - 1);
+		k = read(fd, args + n, cap - n - 1);
 		if (k <= 0) {
 			ret = k < 0 ? -errno : 0;
 			break;
 		}
-		len += (size_t)k;
+		n += (size_t)k;
 	}
 	close(fd);
 	if (ret < 0 || !args) {
@@ -259,9 +252,22 @@ int sfs_diff_daemon_branches(pid_t pid, struct mbranch **out, size_t *n,
 		snprintf(err, errlen, "%s: %s", p, strerror(ret ? -ret : EIO));
 		return ret ? ret : -EIO;
 	}
-	args[len] = '\0';
-	/* argv[0], then options ("-o OPTS", "-oOPTS", flags), "--", operands */
-	for (size_t i = strlen(args) + 1; i < len; i += strlen(args + i) + 1) {
+	args[n] = '\0';
+	*out = args;
+	*len = n;
+	return 0;
+}
+
+/* In a daemon's command line (args, len bytes): argv[0], then options
+ * ("-o OPTS", "-oOPTS", flags), "--", operands. The upperdir= and
+ * lowerdir= options (malloc'd) and the first operand, BRANCHES. */
+static int scan_cmdline(const char *args, size_t len, const char **pos, char **upper,
+			char **lower)
+{
+	bool opts_only = false;
+	int ret = 0;
+
+	for (size_t i = strlen(args) + 1; ret == 0 && i < len; i += strlen(args + i) + 1) {
 		const char *a = args + i;
 
 		if (!opts_only && !strcmp(a, "--")) {
@@ -269,65 +275,90 @@ int sfs_diff_daemon_branches(pid_t pid, struct mbranch **out, size_t *n,
 		} else if (!opts_only && !strcmp(a, "-o")) {
 			i += strlen(a) + 1;
 			if (i < len)
-				ret = ovl_opts(args + i, &upper, &lower);
-			continue;
+				ret = ovl_opts(args + i, upper, lower);
 		} else if (!opts_only && !strncmp(a, "-o", 2)) {
-			ret = ovl_opts(a + 2, &upper, &lower);
-		} else if (!opts_only && a[0] == '-') {
-			continue;
-		} else if (!pos) {
-			pos = a;
+			ret = ovl_opts(a + 2, upper, lower);
+		} else if ((opts_only || a[0] != '-') && !*pos) {
+			*pos = a;
 		}
-		if (ret < 0)
-			break;
 	}
-	if (ret == 0 && (upper || lower)) {
-		/* overlay style: upperdir the rw branch, lowerdir ro ones */
-		char *buf = malloc((upper ? strlen(upper) : 0) + (lower ? strlen(lower) : 0) + 2);
-		const char *q;
+	return ret;
+}
 
-		ret = buf ? 0 : -ENOMEM;
-		if (ret == 0 && upper) {
-			q = upper;
-			buf[unescape_next(&q, '\0', buf)] = '\0';
-			ret = push_resolved(&v, &nv, cwd, buf, true);
-		}
-		for (q = lower; ret == 0 && q && *q; q += *q == ':') {
-			size_t l = unescape_next(&q, ':', buf);
+/* Overlay style: upperdir the rw branch, lowerdir the ro ones. */
+static int ovl_branches(const char *cwd, const char *upper, const char *lower,
+			struct mbranch **v, size_t *nv)
+{
+	char *buf = malloc((upper ? strlen(upper) : 0) + (lower ? strlen(lower) : 0) + 2);
+	const char *q;
+	int ret = buf ? 0 : -ENOMEM;
 
-			buf[l] = '\0';
-			if (l)
-				ret = push_resolved(&v, &nv, cwd, buf, false);
-		}
-		free(buf);
-	} else if (ret == 0 && pos) {
-		struct sfs_branch_spec *specs = NULL;
-		size_t ns = 0;
-		char perr[256];
-
-		ret = sfs_branch_spec_parse(pos, &specs, &ns, perr, sizeof(perr));
-		if (ret < 0)
-			snprintf(err, errlen, "command line of stackfsd pid %d: %s", (int)pid, perr);
-		for (size_t i = 0; ret == 0 && i < ns; i++)
-			ret = push_resolved(&v, &nv, cwd, specs[i].path,
-					    specs[i].mode == SFS_BRANCH_RW);
-		sfs_branch_spec_free(specs, ns);
-		if (ret < 0) {
-			free(args);
-			free(upper);
-			free(lower);
-			sfs_diff_mbranches_free(v, nv);
-			return ret;
-		}
-	} else if (ret == 0) {
-		ret = -ENOENT;
+	if (ret == 0 && upper) {
+		q = upper;
+		buf[unescape_next(&q, '\0', buf)] = '\0';
+		ret = push_resolved(v, nv, cwd, buf, true);
 	}
+	for (q = lower; ret == 0 && q && *q; q += *q == ':') {
+		size_t l = unescape_next(&q, ':', buf);
+
+		buf[l] = '\0';
+		if (l)
+			ret = push_resolved(v, nv, cwd, buf, false);
+	}
+	free(buf);
+	return ret;
+}
+
+/* BRANCHES as the daemon parses it; a syntax error said in err. */
+static int spec_branches(pid_t pid, const char *cwd, const char *pos, struct mbranch **v,
+			 size_t *nv, char *err, size_t errlen)
+{
+	struct sfs_branch_spec *specs = NULL;
+	size_t ns = 0;
+	char perr[256];
+	int ret = sfs_branch_spec_parse(pos, &specs, &ns, perr, sizeof(perr));
+
+	if (ret < 0)
+		snprintf(err, errlen, "command line of stackfsd pid %d: %s", (int)pid, perr);
+	for (size_t i = 0; ret == 0 && i < ns; i++)
+		ret = push_resolved(v, nv, cwd, specs[i].path, specs[i].mode == SFS_BRANCH_RW);
+	sfs_branch_spec_free(specs, ns);
+	return ret;
+}
+
+int sfs_diff_daemon_branches(pid_t pid, struct mbranch **out, size_t *n,
+			     char *err, size_t errlen)
+{
+	char p[64], cwd[PATH_MAX], *args = NULL, *upper = NULL, *lower = NULL;
+	const char *pos = NULL;
+	struct mbranch *v = NULL;
+	size_t len = 0, nv = 0;
+	ssize_t k;
+	int ret;
+
+	*out = NULL;
+	*n = 0;
+	snprintf(p, sizeof(p), "/proc/%d/cwd", (int)pid);
+	k = readlink(p, cwd, sizeof(cwd) - 1);
+	cwd[k > 0 ? k : 0] = '\0';
+	ret = read_cmdline(pid, &args, &len, err, errlen);
+	if (ret < 0)
+		return ret;
+	ret = scan_cmdline(args, len, &pos, &upper, &lower);
+	if (ret == 0 && !upper && !lower && pos) {
+		ret = spec_branches(pid, cwd, pos, &v, &nv, err, errlen);
+		goto out;
+	}
+	if (ret == 0)
+		ret = upper || lower ? ovl_branches(cwd, upper, lower, &v, &nv) : -ENOENT;
+	if (ret < 0)
+		snprintf(err, errlen, "no branches in the command line of stackfsd pid %d%s%s",
+			 (int)pid, ret == -ENOENT ? "" : ": ", ret == -ENOENT ? "" : strerror(-ret));
+out:
 	free(args);
 	free(upper);
 	free(lower);
 	if (ret < 0) {
-		snprintf(err, errlen, "no branches in the command line of stackfsd pid %d%s%s",
-			 (int)pid, ret == -ENOENT ? "" : ": ", ret == -ENOENT ? "" : strerror(-ret));
 		sfs_diff_mbranches_free(v, nv);
 		return ret;
 	}
@@ -385,6 +416,98 @@ static int check_format(const char *branch, char *err, size_t errlen)
 	return 0;
 }
 
+/* The highest rw branch of the mount on target and those below it. Exit
+ * code, or 0 with *paths. */
+static int mount_paths(const char *target, unsigned ma, unsigned mi, char ***paths,
+		       size_t *npaths, char *err, size_t errlen)
+{
+	struct mbranch *mb = NULL;
+	size_t nmb = 0, top, n = 0;
+	char **v;
+	int status = SFS_EXIT_FAIL;
+
+	if (sfs_diff_mount_branches(target, ma, mi, &mb, &nmb, err, errlen) < 0)
+		return SFS_EXIT_FAIL;
+	for (top = 0; top < nmb && !mb[top].rw; top++)
+		;
+	if (top == nmb) {
+		snprintf(err, errlen, "%s: the mount has no rw branch", target);
+		goto out;
+	}
+	v = calloc(nmb - top, sizeof(*v));
+	if (!v) {
+		snprintf(err, errlen, "%s", strerror(ENOMEM));
+		goto out;
+	}
+	for (size_t i = top; i < nmb; i++) {
+		v[n++] = mb[i].path;
+		mb[i].path = NULL;
+	}
+	*paths = v;
+	*npaths = n;
+	status = 0;
+out:
+	sfs_diff_mbranches_free(mb, nmb);
+	return status;
+}
+
+/* The branches below the branch directory target in its last mount. */
+static int lowers_of(const char *target, char ***below, size_t *nbelow, char *err,
+		     size_t errlen)
+{
+	int fd = open(target, O_PATH | O_DIRECTORY | O_CLOEXEC), ret;
+	char msg[300];
+
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: %s", target, strerror(errno));
+		return SFS_EXIT_FAIL;
+	}
+	ret = sfs_ch_lowers_below(fd, below, nbelow, msg, sizeof(msg));
+	close(fd);
+	if (ret < 0) {
+		snprintf(err, errlen, "%s: %s%s", target, msg, ret == -ENOENT || ret == -ESRCH ?
+			 "; name the branches below it with --lower" : "");
+		return SFS_EXIT_FAIL;
+	}
+	return 0;
+}
+
+/* The branch directory target over --lower, else over the branches below
+ * it in its last mount. Exit code, or 0 with *paths. */
+static int dir_paths(const char *target, char **lowers, size_t nlowers, char ***paths,
+		     size_t *npaths, char *err, size_t errlen)
+{
+	char **below = NULL, **v;
+	size_t nbelow = 0, n = 0;
+	bool nomem = false;
+
+	if (!nlowers && lowers_of(target, &below, &nbelow, err, errlen))
+		return SFS_EXIT_FAIL;
+	v = calloc(1 + nlowers + nbelow, sizeof(*v));
+	if (!v) {
+		sfs_ch_names_free(below, nbelow);
+		goto nomem;
+	}
+	v[n++] = strdup(target);
+	for (size_t i = 0; i < nlowers; i++)
+		v[n++] = strdup(lowers[i]);
+	for (size_t i = 0; i < nbelow; i++)
+		v[n++] = below[i];
+	free(below);
+	for (size_t i = 0; i < n; i++)
+		nomem |= !v[i];
+	if (nomem) {
+		sfs_ch_names_free(v, n);
+		goto nomem;
+	}
+	*paths = v;
+	*npaths = n;
+	return 0;
+nomem:
+	snprintf(err, errlen, "%s", strerror(ENOMEM));
+	return SFS_EXIT_FAIL;
+}
+
 /* The branch list to diff (the rw branch first) from the operand and
  * --lower. Exit code, or 0 with *paths. */
 static int pick_branches(const char *target, char **lowers, size_t nlowers,
@@ -392,166 +515,120 @@ static int pick_branches(const char *target, char **lowers, size_t nlowers,
 {
 	unsigned ma, mi;
 	char type[64];
-	char **v = NULL;
-	size_t n = 0;
 	int ret = sfs_runtime_find_mount(target, &ma, &mi, type, sizeof(type));
 
-	if (ret == 0 && !strcmp(type, "fuse.stackfs")) {
-		struct mbranch *mb = NULL;
-		size_t nmb = 0, top;
-
-		if (nlowers) {
-			snprintf(err, errlen, "--lower is for a branch directory, not a mount point");
-			return SFS_EXIT_USAGE;
-		}
-		ret = sfs_diff_mount_branches(target, ma, mi, &mb, &nmb, err, errlen);
-		if (ret < 0)
-			return SFS_EXIT_FAIL;
-		for (top = 0; top < nmb && !mb[top].rw; top++)
-			;
-		if (top == nmb) {
-			snprintf(err, errlen, "%s: the mount has no rw branch", target);
-			sfs_diff_mbranches_free(mb, nmb);
-			return SFS_EXIT_FAIL;
-		}
-		v = calloc(nmb - top, sizeof(*v));
-		for (size_t i = top; v && i < nmb; i++) {
-			v[n++] = mb[i].path;
-			mb[i].path = NULL;
-		}
-		sfs_diff_mbranches_free(mb, nmb);
-		if (!v) {
-			snprintf(err, errlen, "%s", strerror(ENOMEM));
-			return SFS_EXIT_FAIL;
-		}
-	} else {
-		char **below = NULL;
-		size_t nbelow = 0;
-
-		if (!nlowers) {
-			int fd = open(target, O_PATH | O_DIRECTORY | O_CLOEXEC);
-			char msg[300];
-
-			if (fd < 0) {
-				snprintf(err, errlen, "%s: %s", target, strerror(errno));
-				return SFS_EXIT_FAIL;
-			}
-			ret = sfs_ch_lowers_below(fd, &below, &nbelow, msg, sizeof(msg));
-			close(fd);
-			if (ret < 0) {
-				snprintf(err, errlen, "%s: %s%s", target, msg,
-					 ret == -ENOENT || ret == -ESRCH ?
-					 "; name the branches below it with --lower" : "");
-				return SFS_EXIT_FAIL;
-			}
-		}
-		v = calloc(1 + nlowers + nbelow, sizeof(*v));
-		if (v) {
-			v[n++] = strdup(target);
-			for (size_t i = 0; i < nlowers; i++)
-				v[n++] = strdup(lowers[i]);
-			for (size_t i = 0; i < nbelow; i++)
-				v[n++] = below[i];
-		}
-		free(below);
-		for (size_t i = 0; v && i < n; i++)
-			if (!v[i])
-				ret = -ENOMEM;
-		if (!v || ret == -ENOMEM) {
-			sfs_ch_names_free(v, n);
-			snprintf(err, errlen, "%s", strerror(ENOMEM));
-			return SFS_EXIT_FAIL;
-		}
+	if (ret != 0 || strcmp(type, "fuse.stackfs"))
+		return dir_paths(target, lowers, nlowers, paths, npaths, err, errlen);
+	if (nlowers) {
+		snprintf(err, errlen, "--lower is for a branch directory, not a mount point");
+		return SFS_EXIT_USAGE;
 	}
-	*paths = v;
-	*npaths = n;
-	return 0;
+	return mount_paths(target, ma, mi, paths, npaths, err, errlen);
 }
 
-static int run_diff(int argc, char **argv)
+/* The options: 0, or the exit code of an error (said). */
+static int parse_args(int argc, char **argv, bool *json, char ***lowers, size_t *nlowers)
+{
+	int c, status = 0;
+
+	opterr = 0;
+	optind = 1;
+	while (status == 0 && (c = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			*json = true;
+			break;
+		case 'l': {
+			char **nv = realloc(*lowers, (*nlowers + 1) * sizeof(*nv));
+
+			if (!nv) {
+				fprintf(stderr, "stackfs: diff: %s\n", strerror(ENOMEM));
+				status = SFS_EXIT_FAIL;
+				break;
+			}
+			*lowers = nv;
+			nv[(*nlowers)++] = optarg;
+			break;
+		}
+		default:
+			if (optopt == 'l' || (optind > 1 && !strcmp(argv[optind - 1], "--lower")))
+				status = sfs_cli_usage_error(&sfs_cmd_diff, "--lower needs a directory");
+			else
+				status = sfs_cli_usage_error(&sfs_cmd_diff, "unknown option '%s'",
+							     argv[optind - 1]);
+		}
+	}
+	if (status == 0 && optind == argc)
+		status = sfs_cli_usage_error(&sfs_cmd_diff, "a BRANCH or MOUNTPOINT is needed");
+	else if (status == 0 && optind + 1 != argc)
+		status = sfs_cli_usage_error(&sfs_cmd_diff, "unexpected argument '%s'",
+					     argv[optind + 1]);
+	return status;
+}
+
+/* Lists the changes of the union u: exit code. */
+static int list(struct sfs_ch_union *u, bool json)
 {
 	struct diff_out o = { .what = "diff" };
 	struct sfs_changes_opts co = { .progress = on_progress, .problem = on_problem, .arg = &o };
 	struct sfs_changes ch = { 0 };
-	struct sfs_ch_union u;
-	char **lowers = NULL, **paths = NULL, err[700];
-	size_t nlowers = 0, npaths = 0;
-	bool json = false;
-	int c, ret, status;
+	int ret, status = 0;
 
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
-		switch (c) {
-		case 'j':
-			json = true;
-			break;
-		case 'l': {
-			char **nv = realloc(lowers, (nlowers + 1) * sizeof(*nv));
-
-			if (!nv) {
-				free(lowers);
-				fprintf(stderr, "stackfs: diff: %s\n", strerror(ENOMEM));
-				return SFS_EXIT_FAIL;
-			}
-			lowers = nv;
-			lowers[nlowers++] = optarg;
-			break;
-		}
-		default:
-			free(lowers);
-			if (optopt == 'l' || (optind > 1 && !strcmp(argv[optind - 1], "--lower")))
-				return sfs_cli_usage_error(&sfs_cmd_diff, "--lower needs a directory");
-			return sfs_cli_usage_error(&sfs_cmd_diff, "unknown option '%s'",
-						   argv[optind - 1]);
-		}
-	}
-	if (optind + 1 != argc) {
-		free(lowers);
-		if (optind == argc)
-			return sfs_cli_usage_error(&sfs_cmd_diff, "a BRANCH or MOUNTPOINT is needed");
-		return sfs_cli_usage_error(&sfs_cmd_diff, "unexpected argument '%s'",
-					   argv[optind + 1]);
-	}
-	status = pick_branches(argv[optind], lowers, nlowers, &paths, &npaths, err, sizeof(err));
-	free(lowers);
-	if (status == SFS_EXIT_USAGE)
-		return sfs_cli_usage_error(&sfs_cmd_diff, "%s", err);
-	if (status) {
-		fprintf(stderr, "stackfs: diff: %s\n", err);
-		return status;
-	}
-	if (check_format(paths[0], err, sizeof(err)) < 0 ||
-	    sfs_ch_union_open(&u, (const char *const *)paths, (unsigned)npaths, err,
-			      sizeof(err)) < 0) {
-		fprintf(stderr, "stackfs: diff: %s\n", err);
-		sfs_ch_names_free(paths, npaths);
-		return SFS_EXIT_FAIL;
-	}
 	sfs_progress_init(&o.bar, PROGRESS_DELAY_NS);
-	ret = sfs_changes_list(&u, &co, &ch);
+	ret = sfs_changes_list(u, &co, &ch);
 	sfs_progress_erase(&o.bar);
 	if (ret == -ENOMEM) {
 		fprintf(stderr, "stackfs: diff: %s\n", strerror(ENOMEM));
 		status = SFS_EXIT_FAIL;
-	} else {
-		if (json)
-			print_json(&ch);
-		else
-			print_text(&ch);
-		if (fflush(stdout) != 0 || ferror(stdout)) {
-			fprintf(stderr, "stackfs: diff: writing the output: %s\n", strerror(errno));
-			status = SFS_EXIT_FAIL;
-		}
-		if (ret < 0) {
-			fprintf(stderr, "stackfs: diff: %u entr%s could not be read (see above): "
-				"the list is incomplete\n", o.problems, o.problems == 1 ? "y" : "ies");
-			status = SFS_EXIT_FAIL;
-		}
+		goto out;
 	}
+	if (json)
+		print_json(&ch);
+	else
+		print_text(&ch);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "stackfs: diff: writing the output: %s\n", strerror(errno));
+		status = SFS_EXIT_FAIL;
+	}
+	if (ret < 0) {
+		fprintf(stderr, "stackfs: diff: %u entr%s could not be read (see above): "
+			"the list is incomplete\n", o.problems, o.problems == 1 ? "y" : "ies");
+		status = SFS_EXIT_FAIL;
+	}
+out:
 	sfs_changes_free(&ch);
+	return status;
+}
+
+static int run_diff(int argc, char **argv)
+{
+	struct sfs_ch_union u;
+	char **lowers = NULL, **paths = NULL, err[700];
+	size_t nlowers = 0, npaths = 0;
+	bool json = false;
+	int status = parse_args(argc, argv, &json, &lowers, &nlowers);
+
+	if (status)
+		goto out_lowers; /* said */
+	status = pick_branches(argv[optind], lowers, nlowers, &paths, &npaths, err, sizeof(err));
+	if (status == SFS_EXIT_USAGE) {
+		status = sfs_cli_usage_error(&sfs_cmd_diff, "%s", err);
+		goto out_lowers;
+	}
+	if (status == 0 && (check_format(paths[0], err, sizeof(err)) < 0 ||
+			    sfs_ch_union_open(&u, (const char *const *)paths, (unsigned)npaths, err,
+					      sizeof(err)) < 0))
+		status = SFS_EXIT_FAIL;
+	if (status) {
+		fprintf(stderr, "stackfs: diff: %s\n", err);
+		goto out_paths;
+	}
+	status = list(&u, json);
 	sfs_ch_union_close(&u);
+out_paths:
 	sfs_ch_names_free(paths, npaths);
+out_lowers:
+	free(lowers);
 	return status;
 }
 

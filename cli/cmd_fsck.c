@@ -181,48 +181,9 @@ static void out_free(struct out *o)
  * format before the lock, or the branch used read-only): its pid, or 0. */
 static pid_t daemon_holding(int root_fd)
 {
-	struct stat root, st;
-	struct dirent *e;
-	pid_t found = 0;
-	DIR *proc;
+	struct stat root;
 
-	if (fstat(root_fd, &root) < 0 || !(proc = opendir("/proc")))
-		return 0;
-	while (!found && (e = readdir(proc))) {
-		char p[600], exe[PATH_MAX];
-		const char *base;
-		struct dirent *fe;
-		DIR *fds;
-		ssize_t n;
-
-		if (e->d_name[0] < '1' || e->d_name[0] > '9')
-			continue;
-		snprintf(p, sizeof(p), "/proc/%s/exe", e->d_name);
-		n = readlink(p, exe, sizeof(exe) - 1);
-		if (n <= 0)
-			continue;
-		exe[n] = 0;
-		if (strstr(exe, " (deleted)"))
-			*strstr(exe, " (deleted)") = 0;
-		base = strrchr(exe, '/');
-		if (!base || strcmp(base + 1, "stackfsd") || atoi(e->d_name) == getpid())
-			continue;
-		snprintf(p, sizeof(p), "/proc/%s/fd", e->d_name);
-		fds = opendir(p);
-		if (!fds)
-			continue;
-		while ((fe = readdir(fds))) {
-			snprintf(p, sizeof(p), "/proc/%s/fd/%s", e->d_name, fe->d_name);
-			if (fe->d_name[0] != '.' && stat(p, &st) == 0 &&
-			    st.st_dev == root.st_dev && st.st_ino == root.st_ino) {
-				found = (pid_t)atoi(e->d_name);
-				break;
-			}
-		}
-		closedir(fds);
-	}
-	closedir(proc);
-	return found;
+	return fstat(root_fd, &root) < 0 ? 0 : sfs_cli_daemon_holding(&root);
 }
 
 /* " (the stackfs mount on MP, stackfsd pid N)": who uses the branch,
@@ -293,65 +254,123 @@ static const struct option long_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-static int run_fsck(int argc, char **argv)
+/* The options: 0, or FSCK_EXIT_OPERR after saying what is wrong. */
+static int parse_args(int argc, char **argv, struct out *o, bool *force, const char ***lowers,
+		      size_t *nlowers)
 {
-	struct sfs_fsck_result res = { 0 };
-	struct out o = { 0 };
-	struct sfs_fsck_opts fo = { 0 };
-	const char **lowers = NULL;
-	size_t nlowers = 0;
-	bool in_use = false, force = false;
-	int c, status, root_fd = -1, lock_fd = -1;
-	pid_t holder;
+	int c, status = 0;
 
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
+	while (status == 0 && (c = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'r':
-			o.repair = true;
+			o->repair = true;
 			break;
 		case 'f':
-			force = true;
+			*force = true;
 			break;
 		case 'j':
-			o.json = true;
+			o->json = true;
 			break;
 		case 'l': {
-			const char **v = realloc(lowers, (nlowers + 1) * sizeof(*v));
+			const char **v = realloc(*lowers, (*nlowers + 1) * sizeof(*v));
 
 			if (!v) {
 				fprintf(stderr, "stackfs: fsck: out of memory\n");
-				free(lowers);
-				return FSCK_EXIT_OPERR;
+				status = FSCK_EXIT_OPERR;
+				break;
 			}
-			lowers = v;
-			lowers[nlowers++] = optarg;
+			*lowers = v;
+			v[(*nlowers)++] = optarg;
 			break;
 		}
 		default:
-			free(lowers);
 			if (optopt == 'l' || (optind > 1 && !strcmp(argv[optind - 1], "--lower")))
 				sfs_cli_usage_error(&sfs_cmd_fsck, "--lower needs a directory");
 			else
 				sfs_cli_usage_error(&sfs_cmd_fsck, "unknown option '%s'",
 						    argv[optind - 1]);
-			return FSCK_EXIT_OPERR;
+			status = FSCK_EXIT_OPERR;
 		}
 	}
 	/* getopt_long permuted the operands to the end: options may follow
 	 * the branch */
-	if (optind + 1 != argc) {
-		free(lowers);
+	if (status == 0 && optind + 1 != argc) {
 		if (optind == argc)
 			sfs_cli_usage_error(&sfs_cmd_fsck, "a BRANCH is needed");
 		else
 			sfs_cli_usage_error(&sfs_cmd_fsck, "unexpected argument '%s'",
 					    argv[optind + 1]);
-		return FSCK_EXIT_OPERR;
+		status = FSCK_EXIT_OPERR;
 	}
-	o.branch = argv[optind];
+	o->branch = status ? NULL : argv[optind];
+	return status;
+}
 
+/* In use by a mount (its lock, or a daemon holding the root): refused
+ * with --repair, else said in a note. --repair keeps the lock in
+ * *lock_fd (a mount holds it for its life: none can start while the
+ * repair runs). 0 or FSCK_EXIT_OPERR. */
+static int check_in_use(struct out *o, int root_fd, int *lock_fd, bool *in_use)
+{
+	char msg[PATH_MAX + 512], who[PATH_MAX + 300];
+	pid_t holder;
+
+	*lock_fd = sfs_meta_lock(root_fd, o->repair);
+	holder = *lock_fd == -EBUSY ? 0 : daemon_holding(root_fd);
+	*in_use = *lock_fd == -EBUSY || holder > 0;
+	if (*in_use) {
+		in_use_by(root_fd, *lock_fd == -EBUSY, holder, who, sizeof(who));
+		snprintf(msg, sizeof(msg), "branch is in use by a mounted stackfs%s: %s", who,
+			 o->repair ? "not repaired" : "what is found may change while fsck runs");
+		on_message(o, o->repair, msg);
+		if (o->repair)
+			return FSCK_EXIT_OPERR;
+	}
+	if (*lock_fd >= 0 && !o->repair) {
+		close(*lock_fd);        /* a mount may start meanwhile */
+		*lock_fd = -1;
+	}
+	return 0;
+}
+
+/* The checks, and the summary line: the exit status. */
+static int check(struct out *o, int root_fd, bool force, const char **lowers, size_t nlowers,
+		 struct sfs_fsck_result *res)
+{
+	struct sfs_fsck_opts fo = {
+		.branch = o->branch, .root_fd = root_fd, .repair = o->repair, .force = force,
+		.lowers = lowers, .nlowers = nlowers, .report = on_report,
+		.message = on_message, .progress = on_progress, .arg = o,
+	};
+	int status = sfs_fsck_run(&fo, res);
+
+	sfs_progress_erase(&o->bar);
+	if (o->json)
+		return status;
+	if (!res->found && !res->op_error)
+		printf("%s: clean\n", o->branch);
+	else
+		printf("%s: %u problem%s found, %u fixed, %u left%s\n", o->branch, res->found,
+		       res->found == 1 ? "" : "s", res->fixed, res->left,
+		       res->op_error ? "; some checks could not be done (see the errors)" : "");
+	return status;
+}
+
+static int run_fsck(int argc, char **argv)
+{
+	struct sfs_fsck_result res = { 0 };
+	struct out o = { 0 };
+	const char **lowers = NULL;
+	size_t nlowers = 0;
+	bool in_use = false, force = false;
+	char msg[PATH_MAX + 512];
+	int status, root_fd = -1, lock_fd = -1;
+
+	status = parse_args(argc, argv, &o, &force, &lowers, &nlowers);
+	if (status)
+		goto out_lowers; /* said, without --json's object */
 	sfs_progress_init(&o.bar, 0);
 	root_fd = open(o.branch, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (root_fd < 0) {
@@ -363,55 +382,14 @@ static int run_fsck(int argc, char **argv)
 		status = FSCK_EXIT_OPERR;
 		goto out;
 	}
-	{
-		char msg[PATH_MAX + 512];
-
-		if (view_refusal(root_fd, o.branch, msg, sizeof(msg))) {
-			on_message(&o, true, msg);
-			status = FSCK_EXIT_OPERR;
-			goto out;
-		}
+	if (view_refusal(root_fd, o.branch, msg, sizeof(msg))) {
+		on_message(&o, true, msg);
+		status = FSCK_EXIT_OPERR;
+		goto out;
 	}
-	/* a mount holds the lock for its life; --repair holds it too, so a
-	 * mount cannot start while it runs */
-	lock_fd = sfs_meta_lock(root_fd, o.repair);
-	holder = lock_fd == -EBUSY ? 0 : daemon_holding(root_fd);
-	in_use = lock_fd == -EBUSY || holder > 0;
-	if (in_use) {
-		char msg[PATH_MAX + 512], who[PATH_MAX + 300];
-
-		in_use_by(root_fd, lock_fd == -EBUSY, holder, who, sizeof(who));
-		snprintf(msg, sizeof(msg), "branch is in use by a mounted stackfs%s: %s", who,
-			 o.repair ? "not repaired" : "what is found may change while fsck runs");
-		on_message(&o, o.repair, msg);
-		status = o.repair ? FSCK_EXIT_OPERR : 0;
-		if (o.repair)
-			goto out;
-	}
-	if (lock_fd >= 0 && !o.repair) {
-		close(lock_fd);         /* a mount may start meanwhile */
-		lock_fd = -1;
-	}
-	fo.branch = o.branch;
-	fo.root_fd = root_fd;
-	fo.repair = o.repair;
-	fo.force = force;
-	fo.lowers = lowers;
-	fo.nlowers = nlowers;
-	fo.report = on_report;
-	fo.message = on_message;
-	fo.progress = on_progress;
-	fo.arg = &o;
-	status = sfs_fsck_run(&fo, &res);
-	sfs_progress_erase(&o.bar);
-	if (!o.json) {
-		if (!res.found && !res.op_error)
-			printf("%s: clean\n", o.branch);
-		else
-			printf("%s: %u problem%s found, %u fixed, %u left%s\n", o.branch,
-			       res.found, res.found == 1 ? "" : "s", res.fixed, res.left,
-			       res.op_error ? "; some checks could not be done (see the errors)" : "");
-	}
+	status = check_in_use(&o, root_fd, &lock_fd, &in_use);
+	if (status == 0)
+		status = check(&o, root_fd, force, lowers, nlowers, &res);
 out:
 	if (o.json)
 		print_json(&o, root_fd >= 0 ? &res : NULL, in_use, status);
@@ -421,6 +399,7 @@ out:
 		close(lock_fd);
 	if (root_fd >= 0)
 		close(root_fd);
+out_lowers:
 	free(lowers);
 	return status;
 }

@@ -13,25 +13,26 @@
 static char *self_exe(void)
 {
 	size_t cap = 256;
+	char *buf = NULL, *nb;
+	ssize_t len;
 
 	for (;;) {
-		char *buf = malloc(cap);
-		ssize_t len;
-
-		if (!buf)
-			return NULL;
+		nb = realloc(buf, cap);
+		if (!nb)
+			goto out_free;
+		buf = nb;
 		len = readlink("/proc/self/exe", buf, cap);
-		if (len < 0) {
-			free(buf);
-			return NULL;
-		}
+		if (len < 0)
+			goto out_free;
 		if ((size_t)len < cap) {
 			buf[len] = '\0';
 			return buf;
 		}
-		free(buf);
 		cap *= 2;
 	}
+out_free:
+	free(buf);
+	return NULL;
 }
 
 char *sfs_daemon_path(void)

@@ -1,5 +1,6 @@
 /* The branch seam (bio.h): traced, logged wrappers of every call that
  * reaches into a branch. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -251,6 +252,22 @@ int sfs_do_open(int dirfd, const char *name, int flags, mode_t mode)
 		return -EINVAL;
 	}
 	return (int)done("open", dirfd, name, NULL, open_how(dirfd, name, flags, mode), open_ok);
+}
+
+DIR *sfs_do_opendir(int dirfd, const char *name)
+{
+	int fd = sfs_do_open(dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0), err;
+	DIR *d;
+
+	if (fd < 0)
+		return NULL;
+	d = fdopendir(fd);
+	if (!d) {
+		err = errno;
+		close(fd);
+		errno = err;
+	}
+	return d;
 }
 
 int sfs_do_tmpfile(int dirfd, int flags, mode_t mode)

@@ -23,6 +23,7 @@
 #ifndef SFS_COMMON_BIO_H
 #define SFS_COMMON_BIO_H
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -51,6 +52,9 @@ uint64_t sfs_do_failures(void);
  * the mounted filesystem); O_NOFOLLOW and O_CLOEXEC added. "" and an
  * absolute name are -EINVAL; "." is the directory itself. */
 int sfs_do_open(int dirfd, const char *name, int flags, mode_t mode);
+/* The directory dirfd/name (name "." for dirfd itself) opened to read
+ * its entries: sfs_do_open, then fdopendir. NULL with errno set. */
+DIR *sfs_do_opendir(int dirfd, const char *name);
 /* A nameless file in directory dirfd (O_TMPFILE), linkable. */
 int sfs_do_tmpfile(int dirfd, int flags, mode_t mode);
 /* Reopens the inode an O_PATH fd holds, with real access flags (its

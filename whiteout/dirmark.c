@@ -140,3 +140,21 @@ int sfs_redirect_set(int dirfd, const char *path, enum sfs_whiteout_style style)
 						   : SFS_REDIRECT_XATTR;
 	return sfs_xattr_set(dirfd, "", name, path, strlen(path), 0);
 }
+
+int sfs_dirmark_clear(int dirfd)
+{
+	static const char *const names[] = {
+		SFS_OVL_OPAQUE_XATTR, SFS_OVL_USER_OPAQUE_XATTR, SFS_REDIRECT_XATTR,
+		SFS_OVL_REDIRECT_XATTR, SFS_OVL_USER_REDIRECT_XATTR,
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		int ret = sfs_xattr_remove(dirfd, "", names[i]);
+
+		if (ret < 0 && ret != -ENODATA && ret != -ENOTSUP && ret != -EOPNOTSUPP)
+			return ret;
+	}
+	if (sfs_do_unlinkat(dirfd, SFS_WH_OPQ, 0) < 0 && errno != ENOENT)
+		return -errno;
+	return 0;
+}

@@ -112,5 +112,7 @@ int sfs_jnl_empty_rw(int rw_fd, const struct timespec times[2], char *err,
 /* Opens a directory at an absolute path beneath root one component at a
  * time, following no symlink: an O_PATH fd or -errno. */
 int sfs_jnl_open_path(int root_fd, const char *path);
+/* syncfs of the filesystem of a branch root (any fd of the root). */
+int sfs_jnl_syncfs(int root_fd);
 
 #endif

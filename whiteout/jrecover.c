@@ -222,7 +222,7 @@ static int unstage(int lower_fd, int stage_fd, const struct sfs_journal *j, char
 	return 0;
 }
 
-static int sync_fd(int fd)
+int sfs_jnl_syncfs(int fd)
 {
 	int sfd = sfs_do_open(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
 	int ret = sfd < 0 || syncfs(sfd) < 0 ? -errno : 0;
@@ -248,7 +248,7 @@ static int roll_back(int lower_fd, const struct sfs_journal *j, char *err, size_
 	if (stage_fd < 0) {
 		ret = -errno;
 		if (ret == -ENOENT)
-			return sync_fd(lower_fd); /* no move: nothing to put back */
+			return sfs_jnl_syncfs(lower_fd); /* no move: nothing to put back */
 		snprintf(err, errlen, "%s: %s", j->stage, strerror(-ret));
 		return ret;
 	}
@@ -261,30 +261,12 @@ static int roll_back(int lower_fd, const struct sfs_journal *j, char *err, size_
 		snprintf(err, errlen, "removing the staging directory %s: %s", j->stage,
 			 strerror(-ret));
 	}
-	if (ret == 0 && (ret = sync_fd(lower_fd)) < 0)
+	if (ret == 0 && (ret = sfs_jnl_syncfs(lower_fd)) < 0)
 		snprintf(err, errlen, "syncfs: %s", strerror(-ret));
 	return ret;
 }
 
 /* ------------------------------------------------------------ emptying */
-
-static int clear_marks(int dirfd)
-{
-	static const char *const names[] = {
-		SFS_OVL_OPAQUE_XATTR, SFS_OVL_USER_OPAQUE_XATTR, SFS_REDIRECT_XATTR,
-		SFS_OVL_REDIRECT_XATTR, SFS_OVL_USER_REDIRECT_XATTR,
-	};
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		int ret = sfs_xattr_remove(dirfd, "", names[i]);
-
-		if (ret < 0 && ret != -ENODATA && ret != -ENOTSUP && ret != -EOPNOTSUPP)
-			return ret;
-	}
-	if (sfs_do_unlinkat(dirfd, SFS_WH_OPQ, 0) < 0 && errno != ENOENT)
-		return -errno;
-	return 0;
-}
 
 /* Removes every entry of dir (but .stackfs when root). */
 static int empty_dir(int dir, bool root)
@@ -329,7 +311,7 @@ int sfs_jnl_empty_rw(int rw_fd, const struct timespec times[2], char *err, size_
 			close(fd);
 	}
 	if (ret == 0)
-		ret = clear_marks(rw_fd);
+		ret = sfs_dirmark_clear(rw_fd);
 	if (ret == 0 && sfs_do_utimensat(rw_fd, ".", times, 0) < 0)
 		ret = -errno;
 	if (ret < 0)
@@ -446,7 +428,7 @@ int sfs_jnl_recover(int rw_fd, int lower_fd, const struct sfs_journal *j,
 		*done = "completed (the lower branch holds the changes)";
 		if (!(j->flags & SFS_JNL_F_KEEP)) {
 			ret = sfs_jnl_empty_rw(rw_fd, j->rw_times, err, errlen);
-			if (ret == 0 && (ret = sync_fd(rw_fd)) < 0)
+			if (ret == 0 && (ret = sfs_jnl_syncfs(rw_fd)) < 0)
 				snprintf(err, errlen, "syncfs: %s", strerror(-ret));
 		}
 	}

@@ -1,20 +1,16 @@
-/* The metadata directory of a rw branch (see metadir.h): its header,
- * checking it, creating and opening it for a mount, the lock, `lowers`,
- * and the file helpers the format library shares (ondisk.h). */
+/* The metadata directory of a rw branch (see metadir.h): checking it,
+ * changing nothing, and opening it for a mount (creating, upgrading,
+ * locking, loading). Its files' formats: metaheader.c, registry.c,
+ * inomap.c, metalowers.c; reading and writing them: metafile.c; the
+ * lock: metalock.c; filesystem identities: fsid.c. */
 #include <dirent.h>
-#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,445 +18,7 @@
 #include "whiteout/journal.h"
 #include "whiteout/ondisk.h"
 
-/* linux/fs.h has it from 6.5; older headers do not. */
-#ifndef FS_IOC_GETFSUUID
-struct fsuuid2 {
-	uint8_t len;
-	uint8_t uuid[16];
-};
-#define FS_IOC_GETFSUUID _IOR(0x15, 0, struct fsuuid2)
-#endif
-
 #define HEADER_READ_MAX SFS_HEADER_READ_MAX
-#define LOWERS_MAX SFS_LOWERS_MAX
-
-/* ------------------------------------------------------------ header */
-
-uint32_t sfs_header_csum_compute(const struct sfs_disk_header *d)
-{
-	return sfs_crc32c(0, d, offsetof(struct sfs_disk_header, h_crc));
-}
-
-bool sfs_header_csum_verify(const struct sfs_disk_header *d)
-{
-	return le32toh(d->h_crc) == sfs_header_csum_compute(d);
-}
-
-void sfs_header_csum_set(struct sfs_disk_header *d)
-{
-	d->h_crc = htole32(sfs_header_csum_compute(d));
-}
-
-void sfs_header_encode(const struct sfs_header *h, struct sfs_disk_header *d)
-{
-	memset(d, 0, sizeof(*d));
-	memcpy(d->h_magic, SFS_HDR_MAGIC_STR, sizeof(d->h_magic));
-	d->h_version = htole32(h->version);
-	d->h_flags = htole32(h->flags);
-	memcpy(d->h_uuid, h->uuid, sizeof(d->h_uuid));
-	d->h_ctime = htole64(h->ctime);
-	sfs_header_csum_set(d);
-}
-
-static bool all_zero(const uint8_t *p, size_t n)
-{
-	while (n--)
-		if (*p++)
-			return false;
-	return true;
-}
-
-enum sfs_hdr_status sfs_header_parse(const void *buf, size_t len,
-				     struct sfs_header *h)
-{
-	struct sfs_disk_header d;
-
-	memset(&d, 0, sizeof(d));
-	memcpy(&d, buf, len < sizeof(d) ? len : sizeof(d));
-	h->version = le32toh(d.h_version);
-	h->flags = le32toh(d.h_flags);
-	memcpy(h->uuid, d.h_uuid, sizeof(h->uuid));
-	h->ctime = le64toh(d.h_ctime);
-	if (len < offsetof(struct sfs_disk_header, h_uuid))
-		return len >= 8 && memcmp(d.h_magic, SFS_HDR_MAGIC_STR, 8) ? SFS_HDR_BAD_MAGIC
-									: SFS_HDR_SHORT;
-	if (memcmp(d.h_magic, SFS_HDR_MAGIC_STR, sizeof(d.h_magic)))
-		return SFS_HDR_BAD_MAGIC;
-	/* a newer format may have another size or checksum: say "newer"
-	 * rather than "corrupt", and never touch it */
-	if (h->version > SFS_META_VERSION)
-		return SFS_HDR_NEWER;
-	if (len < SFS_HDR_SIZE)
-		return SFS_HDR_SHORT;
-	if (len > SFS_HDR_SIZE)
-		return SFS_HDR_LONG;
-	if (!sfs_header_csum_verify(&d))
-		return SFS_HDR_CRC;
-	if (h->version == 0)
-		return SFS_HDR_VERSION;
-	if (h->flags & ~SFS_HDR_KNOWN_FLAGS)
-		return SFS_HDR_FLAGS;
-	if (!all_zero(d.h_reserved, sizeof(d.h_reserved)))
-		return SFS_HDR_RESERVED;
-	return SFS_HDR_OK;
-}
-
-int sfs_header_explain(enum sfs_hdr_status st, const struct sfs_header *h,
-		       size_t len, char *err, size_t errlen)
-{
-	const char *p = SFS_METADIR_NAME "/" SFS_META_HEADER;
-
-	switch (st) {
-	case SFS_HDR_OK:
-		return 0;
-	case SFS_HDR_SHORT:
-		snprintf(err, errlen, "%s is corrupt (truncated: %zu bytes, expected %u)",
-			 p, len, SFS_HDR_SIZE);
-		break;
-	case SFS_HDR_LONG:
-		snprintf(err, errlen, "%s is corrupt (%s%zu bytes, expected %u)", p,
-			 len > HEADER_READ_MAX ? "more than " : "",
-			 len > HEADER_READ_MAX ? (size_t)HEADER_READ_MAX : len, SFS_HDR_SIZE);
-		break;
-	case SFS_HDR_BAD_MAGIC:
-		snprintf(err, errlen, "%s is corrupt (bad magic: not a stackfs header)", p);
-		break;
-	case SFS_HDR_NEWER:
-		snprintf(err, errlen, "%s: format version %u is newer than this stackfs (%u)",
-			 p, h->version, SFS_META_VERSION);
-		return -EPROTONOSUPPORT;
-	case SFS_HDR_CRC:
-		snprintf(err, errlen, "%s is corrupt (checksum mismatch)", p);
-		break;
-	case SFS_HDR_VERSION:
-		snprintf(err, errlen, "%s is corrupt (format version 0)", p);
-		break;
-	case SFS_HDR_FLAGS:
-		snprintf(err, errlen, "%s is corrupt (unknown flags 0x%x)", p,
-			 h->flags & ~SFS_HDR_KNOWN_FLAGS);
-		break;
-	case SFS_HDR_RESERVED:
-		snprintf(err, errlen, "%s is corrupt (reserved bytes not zero)", p);
-		break;
-	}
-	return -EUCLEAN;
-}
-
-/* ------------------------------------------------------------ files */
-
-int sfs_meta_openat(int dir_fd, const char *name, int flags, mode_t mode)
-{
-	return sfs_do_open(dir_fd, name, flags, mode);
-}
-
-int sfs_meta_read_file(int dir_fd, const char *name, size_t max,
-		       uint8_t **buf, size_t *len)
-{
-	int fd = sfs_meta_openat(dir_fd, name, O_RDONLY | O_NONBLOCK, 0);
-	uint8_t *b = NULL;
-	size_t n = 0, cap = 0;
-	struct stat st;
-	int ret = 0;
-
-	if (fd < 0)
-		return fd;
-	if (fstat(fd, &st) < 0) {
-		ret = -errno;
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		ret = -EINVAL;
-		goto out;
-	}
-	/* refused before a byte is read: a sparse file of a terabyte costs
-	 * no disk and would cost that much memory (the loop below still
-	 * bounds a file that grows meanwhile) */
-	if ((uint64_t)st.st_size > max) {
-		ret = -EFBIG;
-		goto out;
-	}
-	for (;;) {
-		ssize_t r;
-
-		if (n + 1 >= cap) {
-			size_t ncap = cap ? cap * 2 : 4096;
-			uint8_t *nb;
-
-			if (ncap > max + 2)
-				ncap = max + 2;
-			nb = realloc(b, ncap);
-			if (!nb) {
-				ret = -ENOMEM;
-				goto out;
-			}
-			b = nb;
-			cap = ncap;
-		}
-		r = read(fd, b + n, cap - 1 - n);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			ret = -errno;
-			goto out;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-		if (n > max) {
-			ret = -EFBIG;
-			goto out;
-		}
-	}
-	if (!b && !(b = malloc(1))) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	b[n] = 0;
-	*buf = b;
-	*len = n;
-	b = NULL;
-out:
-	free(b);
-	close(fd);
-	return ret;
-}
-
-int sfs_meta_fsync_dir(int dir_fd)
-{
-	int fd = sfs_do_open(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-	int ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (fsync(fd) < 0)
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
-static int write_all(int fd, const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-
-	while (len) {
-		ssize_t r = write(fd, p, len);
-
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += r;
-		len -= (size_t)r;
-	}
-	return 0;
-}
-
-int sfs_meta_write_file(int dir_fd, const char *name, const void *buf,
-			size_t len)
-{
-	char tmp[64];
-	int fd, ret;
-
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", name) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	fd = sfs_meta_openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	if (fd < 0)
-		return fd;
-	ret = write_all(fd, buf, len);
-	if (!ret && fsync(fd) < 0)
-		ret = -errno;
-	if (close(fd) < 0 && !ret)
-		ret = -errno;
-	if (ret)
-		goto out_unlink;
-	if (sfs_do_renameat2(dir_fd, tmp, dir_fd, name, 0) < 0) {
-		ret = -errno;
-		goto out_unlink;
-	}
-	return sfs_meta_fsync_dir(dir_fd);
-out_unlink:
-	sfs_do_unlinkat(dir_fd, tmp, 0);
-	return ret;
-}
-
-/* Empties the directory fd (opened O_RDONLY) without following symlinks. */
-static int remove_contents(int fd)
-{
-	int dfd = dup(fd);
-	DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
-	struct dirent *e;
-	int ret = 0;
-
-	if (!d) {
-		ret = -errno;
-		if (dfd >= 0)
-			close(dfd);
-		return ret;
-	}
-	while ((e = readdir(d))) {
-		int r;
-
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		r = sfs_meta_remove_tree(fd, e->d_name);
-		if (r && !ret)
-			ret = r;
-	}
-	closedir(d);
-	return ret;
-}
-
-int sfs_meta_remove_tree(int dir_fd, const char *name)
-{
-	int fd, ret;
-
-	if (sfs_do_unlinkat(dir_fd, name, 0) == 0)
-		return 0;
-	if (errno == ENOENT)
-		return 0;
-	if (errno != EISDIR && errno != EPERM)
-		return -errno;
-	fd = sfs_meta_openat(dir_fd, name, O_RDONLY | O_DIRECTORY, 0);
-	if (fd < 0)
-		return fd == -ENOTDIR ? -EPERM : fd;
-	ret = remove_contents(fd);
-	close(fd);
-	if (ret)
-		return ret;
-	if (sfs_do_unlinkat(dir_fd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-		return -errno;
-	return 0;
-}
-
-/* ------------------------------------------------------------ lowers */
-
-void sfs_lowers_free(struct sfs_lower *v, size_t n)
-{
-	for (size_t i = 0; v && i < n; i++)
-		free(v[i].path);
-	free(v);
-}
-
-int sfs_lowers_parse(const char *buf, size_t len, struct sfs_lower **out,
-		     size_t *nout, char *err, size_t errlen)
-{
-	struct sfs_lower *v = NULL;
-	size_t n = 0, line = 0, pos = 0;
-	int ret = 0;
-
-	while (pos < len) {
-		const char *nl = memchr(buf + pos, '\n', len - pos);
-		size_t end, k = 0;
-		struct sfs_lower *nv;
-		char *path;
-
-		line++;
-		if (!nl) {
-			snprintf(err, errlen, "%s/%s: line %zu: no end of line (truncated)",
-				 SFS_METADIR_NAME, SFS_META_LOWERS, line);
-			ret = -EUCLEAN;
-			goto out;
-		}
-		end = (size_t)(nl - buf);
-		if (end - pos < 4 || (memcmp(buf + pos, "rw ", 3) && memcmp(buf + pos, "ro ", 3)) ||
-		    buf[pos + 3] != '/') {
-			snprintf(err, errlen, "%s/%s: line %zu: not \"rw PATH\" or \"ro PATH\" with an absolute PATH",
-				 SFS_METADIR_NAME, SFS_META_LOWERS, line);
-			ret = -EUCLEAN;
-			goto out;
-		}
-		path = malloc(end - pos);
-		if (!path) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		for (size_t i = pos + 3; i < end; i++) {
-			char c = buf[i];
-
-			if (c == '\\') {
-				c = i + 1 < end ? buf[++i] : 0;
-				c = c == 'n' ? '\n' : c == '\\' ? '\\' : 0;
-			}
-			if (!c) {
-				free(path);
-				snprintf(err, errlen, "%s/%s: line %zu: bad escape or NUL byte",
-					 SFS_METADIR_NAME, SFS_META_LOWERS, line);
-				ret = -EUCLEAN;
-				goto out;
-			}
-			path[k++] = c;
-		}
-		path[k] = 0;
-		nv = realloc(v, (n + 1) * sizeof(*v));
-		if (!nv) {
-			free(path);
-			ret = -ENOMEM;
-			goto out;
-		}
-		v = nv;
-		v[n].path = path;
-		v[n].rw = buf[pos + 1] == 'w';
-		n++;
-		pos = end + 1;
-	}
-	*out = v;
-	*nout = n;
-	v = NULL;
-out:
-	sfs_lowers_free(v, n);
-	return ret;
-}
-
-int sfs_meta_read_lowers(int dir_fd, struct sfs_lower **v, size_t *n,
-			 char *err, size_t errlen)
-{
-	uint8_t *buf;
-	size_t len;
-	int ret = sfs_meta_read_file(dir_fd, SFS_META_LOWERS, LOWERS_MAX, &buf, &len);
-
-	if (ret) {
-		snprintf(err, errlen, "%s/%s: %s", SFS_METADIR_NAME, SFS_META_LOWERS,
-			 strerror(-ret));
-		return ret;
-	}
-	ret = sfs_lowers_parse((const char *)buf, len, v, n, err, errlen);
-	free(buf);
-	return ret;
-}
-
-int sfs_meta_write_lowers(struct sfs_meta *m, const struct sfs_lower *v,
-			  size_t n)
-{
-	size_t cap = 1, len = 0;
-	char *buf;
-	int ret;
-
-	for (size_t i = 0; i < n; i++) {
-		if (v[i].path[0] != '/')
-			return -EINVAL;
-		cap += 4 + 2 * strlen(v[i].path);
-	}
-	buf = malloc(cap);
-	if (!buf)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		memcpy(buf + len, v[i].rw ? "rw " : "ro ", 3);
-		len += 3;
-		for (const char *p = v[i].path; *p; p++) {
-			if (*p == '\\' || *p == '\n') {
-				buf[len++] = '\\';
-				buf[len++] = *p == '\n' ? 'n' : '\\';
-			} else {
-				buf[len++] = *p;
-			}
-		}
-		buf[len++] = '\n';
-	}
-	ret = sfs_meta_write_file(m->dir_fd, SFS_META_LOWERS, buf, len);
-	free(buf);
-	return ret;
-}
 
 /* ------------------------------------------------------------ checking */
 
@@ -470,18 +28,13 @@ int sfs_meta_write_lowers(struct sfs_meta *m, const struct sfs_lower *v,
 static int classify_headerless(int dir_fd, enum sfs_meta_state *state,
 			       char *err, size_t errlen)
 {
-	int fd = sfs_do_open(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	DIR *d = sfs_do_opendir(dir_fd, ".");
 	bool work = false, other = false;
 	struct dirent *e;
 
 	if (!d) {
-		int ret = -errno;
-
-		if (fd >= 0)
-			close(fd);
-		snprintf(err, errlen, "%s: %s", SFS_METADIR_NAME, strerror(-ret));
-		return ret;
+		snprintf(err, errlen, "%s: %s", SFS_METADIR_NAME, strerror(errno));
+		return -errno;
 	}
 	while ((e = readdir(d))) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
@@ -645,7 +198,7 @@ int sfs_meta_check(int root_fd, enum sfs_meta_state *state,
 
 /* ------------------------------------------------------------ opening */
 
-static int new_uuid(uint8_t uuid[16])
+int sfs_meta_new_uuid(uint8_t uuid[16])
 {
 	size_t got = 0;
 
@@ -670,51 +223,6 @@ static int write_header(int dir_fd, const struct sfs_header *h)
 
 	sfs_header_encode(h, &d);
 	return sfs_meta_write_file(dir_fd, SFS_META_HEADER, &d, sizeof(d));
-}
-
-int sfs_meta_lock(int root_fd, bool excl)
-{
-	char err[512];
-	int dir_fd = sfs_meta_dir_open(root_fd, err, sizeof(err));
-	int fd;
-
-	if (dir_fd < 0)
-		return dir_fd;
-	fd = sfs_meta_openat(dir_fd, SFS_META_LOCK, O_RDONLY | O_NONBLOCK, 0);
-	close(dir_fd);
-	if (fd < 0)
-		return fd;
-	if (flock(fd, (excl ? LOCK_EX : LOCK_SH) | LOCK_NB) < 0) {
-		int ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
-
-		close(fd);
-		return ret;
-	}
-	return fd;
-}
-
-static int take_lock(struct sfs_meta *m, char *err, size_t errlen)
-{
-	int fd = sfs_meta_openat(m->dir_fd, SFS_META_LOCK, O_RDWR | O_CREAT, 0600);
-
-	if (fd < 0) {
-		snprintf(err, errlen, "%s/%s: %s", SFS_METADIR_NAME, SFS_META_LOCK,
-			 strerror(-fd));
-		return fd;
-	}
-	m->lock_fd = fd;
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		int ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
-
-		if (ret == -EBUSY)
-			snprintf(err, errlen, "branch is in use by a mounted stackfs "
-				 "(or by stackfs fsck --repair)");
-		else
-			snprintf(err, errlen, "%s/%s: flock: %s", SFS_METADIR_NAME,
-				 SFS_META_LOCK, strerror(-ret));
-		return ret;
-	}
-	return 0;
 }
 
 /* mkdir name in dir_fd (kept if it exists) and an O_PATH fd of it. */
@@ -745,7 +253,7 @@ static int empty_work(struct sfs_meta *m, char *err, size_t errlen)
 		ret = fd;
 		goto fail;
 	}
-	ret = remove_contents(fd);
+	ret = sfs_meta_empty_dir(fd);
 	close(fd);
 	if (!ret)
 		return 0;
@@ -842,7 +350,7 @@ int sfs_meta_open(int root_fd, int whiteout_style, bool upgrade,
 	ret = open_metadir(root_fd, &m->dir_fd, err, errlen);
 	if (ret)
 		goto fail;
-	ret = take_lock(m, err, errlen);
+	ret = sfs_meta_take_lock(m, err, errlen);
 	if (ret)
 		goto fail;
 	/* again, under the lock: another mount may have been quicker (the
@@ -857,7 +365,7 @@ int sfs_meta_open(int root_fd, int whiteout_style, bool upgrade,
 		h.version = SFS_META_VERSION;
 		h.flags = whiteout_style > 0 ? SFS_META_F_OVERLAY : 0;
 		h.ctime = (uint64_t)time(NULL);
-		ret = new_uuid(h.uuid);
+		ret = sfs_meta_new_uuid(h.uuid);
 		if (!ret)
 			ret = write_header(m->dir_fd, &h);
 		if (ret)
@@ -916,103 +424,4 @@ void sfs_meta_close(struct sfs_meta *m)
 	pthread_mutex_destroy(&m->mu);
 	/* a second close must find a usable mutex */
 	pthread_mutex_init(&m->mu, NULL);
-}
-
-/* ------------------------------------------------------------ identity */
-
-static int reopen_rdonly(int fd)
-{
-	char p[32];
-	int flags = fcntl(fd, F_GETFL);
-
-	if (flags < 0)
-		return -errno;
-	if (!(flags & O_PATH)) {
-		fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-		return fd < 0 ? -errno : fd;
-	}
-	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
-	fd = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-	return fd < 0 ? -errno : fd;
-}
-
-int sfs_fs_uuid(int fd, uint8_t uuid[16])
-{
-	struct fsuuid2 u = { 0 };
-	struct statfs sf;
-	struct stat st;
-	uint8_t key[24];
-	int rfd, ret = 0;
-
-	rfd = reopen_rdonly(fd);
-	if (rfd < 0)
-		return rfd;
-	if (ioctl(rfd, FS_IOC_GETFSUUID, &u) == 0) {
-		if (u.len == 16 && !all_zero(u.uuid, 16)) {
-			memcpy(uuid, u.uuid, 16);
-			goto out;
-		}
-	} else if (errno != ENOTTY && errno != EOPNOTSUPP && errno != EINVAL &&
-		   errno != ENOSYS) {
-		/* only "not supported" falls back */
-		ret = -errno;
-		goto out;
-	}
-	/* no UUID from the filesystem: a name derived from statfs's f_fsid
-	 * (or st_dev when that is zero) and the filesystem type, marked as
-	 * an RFC 9562 version 8 ("custom") UUID */
-	if (fstatfs(rfd, &sf) < 0 || fstat(rfd, &st) < 0) {
-		ret = -errno;
-		goto out;
-	}
-	memset(key, 0, sizeof(key));
-	memcpy(key, &sf.f_fsid, sizeof(sf.f_fsid) < 8 ? sizeof(sf.f_fsid) : 8);
-	if (all_zero(key, 8)) {
-		uint64_t dev = htole64((uint64_t)st.st_dev);
-
-		memcpy(key, &dev, 8);
-	}
-	{
-		uint64_t type = htole64((uint64_t)sf.f_type);
-
-		memcpy(key + 8, &type, 8);
-		memcpy(key + 16, "stackfs", 8);
-	}
-	for (int i = 0; i < 4; i++) {
-		uint32_t c = htole32(sfs_crc32c((uint32_t)i * 0x9E3779B9u, key, sizeof(key)));
-
-		memcpy(uuid + 4 * i, &c, 4);
-	}
-	uuid[6] = (uint8_t)((uuid[6] & 0x0f) | 0x80);
-	uuid[8] = (uint8_t)((uuid[8] & 0x3f) | 0x80);
-out:
-	close(rfd);
-	return ret;
-}
-
-int sfs_fs_handle(int dirfd, const char *name, int *handle_type,
-		  void *handle, unsigned *handle_bytes)
-{
-	union {
-		struct file_handle fh;
-		uint8_t raw[sizeof(struct file_handle) + SFS_HANDLE_MAX];
-	} u;
-	int mount_id, fd = name[0] ? sfs_do_open(dirfd, name, O_PATH, 0) : dirfd, ret = 0;
-
-	/* a name is opened first: name_to_handle_at would cross a mount */
-	if (fd < 0)
-		return fd;
-	u.fh.handle_bytes = SFS_HANDLE_MAX;
-	if (sfs_do_name_to_handle(fd, "", &u.fh, &mount_id, AT_EMPTY_PATH) < 0)
-		ret = errno == EOVERFLOW ? -EOVERFLOW : -errno;
-	if (fd != dirfd)
-		close(fd);
-	if (ret < 0)
-		return ret;
-	if (u.fh.handle_bytes > *handle_bytes)
-		return -EOVERFLOW;
-	memcpy(handle, u.fh.f_handle, u.fh.handle_bytes);
-	*handle_bytes = u.fh.handle_bytes;
-	*handle_type = u.fh.handle_type;
-	return 0;
 }

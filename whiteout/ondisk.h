@@ -6,9 +6,9 @@
  * record type has compute/verify/set functions for its checksum, and a
  * decode that checks one record and converts it to host order.
  *
- * This header is the format library's internal interface (metadir.c,
- * registry.c, inomap.c, fsck.c and the tests); the daemon uses
- * metadir.h and origin.h. */
+ * This header is the format library's internal interface (metadir.c and
+ * the meta*.c files, registry.c, inomap.c, fsck*.c and the tests); the
+ * daemon uses metadir.h and origin.h. */
 #ifndef SFS_ONDISK_H
 #define SFS_ONDISK_H
 
@@ -21,6 +21,17 @@
 
 /* crc32c.c: CRC32C of buf continuing from crc (0 to start). */
 uint32_t sfs_crc32c(uint32_t crc, const void *buf, size_t len);
+
+/* Whether n bytes are all zero (reserved fields, an unset UUID). */
+static inline bool sfs_all_zero(const void *buf, size_t n)
+{
+	const uint8_t *p = buf;
+
+	while (n--)
+		if (*p++)
+			return false;
+	return true;
+}
 
 /* ------------------------------------------------------------ header */
 
@@ -251,5 +262,15 @@ int sfs_meta_fsync_dir(int dir_fd);
 /* Removes name in dir_fd and, for a directory, everything under it,
  * without following symlinks. */
 int sfs_meta_remove_tree(int dir_fd, const char *name);
+/* Empties the directory fd (any fd of it) the same way. */
+int sfs_meta_empty_dir(int fd);
+
+/* ------------------------------------------------------------ opening */
+
+/* metalock.c: creates `lock` in m's directory and takes flock(LOCK_EX)
+ * on it for the mount (m->lock_fd): -EBUSY when a mount holds it. */
+int sfs_meta_take_lock(struct sfs_meta *m, char *err, size_t errlen);
+/* metadir.c: a new branch UUID (random, RFC 4122 version 4). */
+int sfs_meta_new_uuid(uint8_t uuid[16]);
 
 #endif

@@ -112,13 +112,11 @@ static void drop_staged_dir(int workfd, const char *tmp)
 	close(fd);
 }
 
-static int create_overlay(int dirfd, const char *name, int workfd)
+static int create_overlay(int dirfd, const char *name, int workfd, const char *tmp)
 {
-	char tmp[64];
 	struct stat st;
 	int ret = 0;
 
-	temp_name(tmp, "wh");
 	if (sfs_do_mknodat(workfd, tmp, S_IFCHR | 0, makedev(0, 0)) < 0)
 		return -errno;
 	ret = sfs_do_stat(dirfd, name, &st);
@@ -152,19 +150,41 @@ enum sfs_whiteout_style sfs_wh_style_for(const char *name, enum sfs_whiteout_sty
 	return want;
 }
 
+int sfs_wh_create_as(int dirfd, const char *name, int workfd, const char *tmp,
+		     enum sfs_whiteout_style style)
+{
+	if (style == SFS_WH_OVERLAY)
+		return create_overlay(dirfd, name, workfd, tmp);
+	return create_aufs(dirfd, name);
+}
+
 int sfs_wh_create(int dirfd, const char *name, int workfd,
 		  enum sfs_whiteout_style style)
 {
+	char tmp[64] = "";
+
 	if (style == SFS_WH_OVERLAY)
-		return create_overlay(dirfd, name, workfd);
-	return create_aufs(dirfd, name);
+		temp_name(tmp, "wh");
+	return sfs_wh_create_as(dirfd, name, workfd, tmp, style);
+}
+
+int sfs_wh_remove_aufs(int dirfd, const char *name)
+{
+	char *wh = aufs_name(name);
+	int ret = 1;
+
+	if (!wh)
+		return errno == ENAMETOOLONG ? 0 : -ENOMEM;
+	if (sfs_do_unlinkat(dirfd, wh, 0) < 0)
+		ret = errno == ENOENT ? 0 : -errno;
+	free(wh);
+	return ret;
 }
 
 int sfs_wh_remove(int dirfd, const char *name)
 {
 	struct stat st;
-	char *wh;
-	int ret = 0;
+	int ret = 0, aufs;
 
 	if (sfs_do_stat(dirfd, name, &st) == 0 &&
 	    sfs_wh_is_dev_whiteout(dirfd, name, &st)) {
@@ -172,15 +192,8 @@ int sfs_wh_remove(int dirfd, const char *name)
 			return -errno;
 		ret = 1;
 	}
-	wh = aufs_name(name);
-	if (!wh)
-		return errno == ENAMETOOLONG ? ret : -ENOMEM;
-	if (sfs_do_unlinkat(dirfd, wh, 0) == 0)
-		ret = 1;
-	else if (errno != ENOENT)
-		ret = -errno;
-	free(wh);
-	return ret;
+	aufs = sfs_wh_remove_aufs(dirfd, name);
+	return aufs < 0 ? aufs : ret | aufs;
 }
 
 int sfs_wh_find(int dirfd, const char *name)
@@ -204,8 +217,6 @@ int sfs_wh_find(int dirfd, const char *name)
 int sfs_wh_replace(int fromdir, const char *from, int dirfd, const char *name,
 		   int has)
 {
-	char *wh;
-
 	if (has & SFS_WH_HAS_DEV) {
 		if (sfs_do_renameat2(fromdir, from, dirfd, name, RENAME_EXCHANGE) < 0)
 			return -errno;
@@ -217,10 +228,7 @@ int sfs_wh_replace(int fromdir, const char *from, int dirfd, const char *name,
 		return 0;
 	/* a ".wh.NAME" left by a failure here is beside its entry, which
 	 * wins (and fsck removes it) */
-	wh = aufs_name(name);
-	if (wh)
-		sfs_do_unlinkat(dirfd, wh, 0);
-	free(wh);
+	sfs_wh_remove_aufs(dirfd, name);
 	return 0;
 }
 

@@ -68,6 +68,9 @@ int sfs_dirmark_read(int dirfd, struct sfs_dirmark *m);
 void sfs_dirmark_free(struct sfs_dirmark *m);
 /* Records a redirect, in the format of the style. */
 int sfs_redirect_set(int dirfd, const char *path, enum sfs_whiteout_style style);
+/* Removes every opaque mark and redirect record of a directory, both
+ * formats (the xattrs, and .wh..wh..opq in it). */
+int sfs_dirmark_clear(int dirfd);
 
 /* Hides NAME of the branches below: in aufs style creates ".wh.NAME"
  * (NAME itself, if present in dirfd, is left to the caller to remove
@@ -80,8 +83,16 @@ int sfs_wh_create(int dirfd, const char *name, int workfd,
  * `want`: the overlay device where ".wh.NAME" would not fit in NAME_MAX
  * (a 252- to 255-byte name); both forms are read everywhere. */
 enum sfs_whiteout_style sfs_wh_style_for(const char *name, enum sfs_whiteout_style want);
+/* The same, the overlay device made under the caller's name tmp in
+ * workfd: a commit stages it beside its target, under a name its
+ * recovery finds and removes (sfs_wh_create makes one up). */
+int sfs_wh_create_as(int dirfd, const char *name, int workfd, const char *tmp,
+		     enum sfs_whiteout_style style);
 /* Removes a whiteout of NAME in either format: 1 if there was one. */
 int sfs_wh_remove(int dirfd, const char *name);
+/* Removes ".wh.NAME" alone (beside NAME once NAME is in place: moot):
+ * 1 if there was one, 0 if not, or -errno. */
+int sfs_wh_remove_aufs(int dirfd, const char *name);
 /* Which whiteouts of NAME dirfd holds: SFS_WH_HAS_* bits, or -errno. */
 #define SFS_WH_HAS_AUFS 1         /* a ".wh.NAME" file */
 #define SFS_WH_HAS_DEV 2          /* NAME is a 0:0 character device */

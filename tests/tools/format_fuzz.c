@@ -1,6 +1,7 @@
 /* format_fuzz: unit and fuzz tests of the on-disk format library
- * (whiteout/metadir.c, registry.c, inomap.c, origin.c), and small
- * helpers the bats tests use to make and damage metadata.
+ * (whiteout/metadir.c and the meta*.c files, fsid.c, registry.c,
+ * inomap.c, origin.c), and small helpers the bats tests use to make and
+ * damage metadata.
  *
  * Built standalone: the library's sources are included here, so the
  * program needs nothing but itself (and builds with any sanitizer:
@@ -35,6 +36,11 @@
 #include "common/bio.c"
 #include "whiteout/crc32c.c"
 #include "whiteout/metadir.c"
+#include "whiteout/metafile.c"
+#include "whiteout/metaheader.c"
+#include "whiteout/metalock.c"
+#include "whiteout/metalowers.c"
+#include "whiteout/fsid.c"
 #include "whiteout/metatrust.c"
 #include "whiteout/registry.c"
 #include "whiteout/inomap.c"

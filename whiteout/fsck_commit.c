@@ -1,0 +1,159 @@
+/* fsck of an unfinished commit (fsck.h, journal.h): this branch's own
+ * journal (a commit from it) or its marker (a commit into it), reported
+ * and, with repair, recovered as the commit would. While one is left the
+ * tree is not checked: a whiteout would seem to hide nothing where the
+ * commit moved the lower entry away. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "whiteout/fsck_int.h"
+#include "whiteout/journal.h"
+#include "whiteout/ondisk.h"
+
+static void uuid_str(const uint8_t u[16], char out[40])
+{
+	for (int i = 0, k = 0; i < 16; i++)
+		k += snprintf(out + k, 40 - (size_t)k, "%s%02x",
+			      i == 4 || i == 6 || i == 8 || i == 10 ? "-" : "", u[i]);
+}
+
+static const char *phase_str(const struct sfs_journal *j)
+{
+	if (j->phase == SFS_JNL_MOVING)
+		return "part way: --repair puts the moved lower directories back";
+	return "the lower branch is complete: --repair finishes emptying the rw branch";
+}
+
+/* This branch's own journal: a commit from it into j->lower. */
+static void commit_from_here(struct fsck *f, const struct sfs_journal *j)
+{
+	const char *path = "/" SFS_METADIR_NAME "/" SFS_META_COMMIT, *how;
+	int lfd = open(j->lower, O_PATH | O_DIRECTORY | O_CLOEXEC), ret;
+	struct sfs_fsck_problem *p;
+	char msg[512];
+
+	p = sfs_fsck_found(f, SFS_PR_COMMIT_UNFINISHED, lfd >= 0, path, "into %s, %s%s", j->lower,
+			   phase_str(j), lfd >= 0 ? "" : " (the lower branch cannot be opened)");
+	if (!p) {
+		f->pending = true;
+		goto out;
+	}
+	ret = sfs_jnl_recover(f->root_fd, lfd, j, &how, msg, sizeof(msg));
+	if (ret < 0) {
+		sfs_fsck_msg(f, true, "%s: %s", path, msg);
+		f->pending = true;
+	} else {
+		sfs_fsck_msg(f, false, "the unfinished commit into %s was %s", j->lower, how);
+	}
+	sfs_fsck_done(f, p, ret);
+out:
+	if (lfd >= 0)
+		close(lfd);
+}
+
+/* Recovers, from this lower branch, the commit the marker names: with the
+ * rw branch's lock (a running commit holds it). */
+static int recover_from_lower(struct fsck *f, int rfd, const struct sfs_journal *j)
+{
+	const char *how;
+	char msg[512];
+	int lk = sfs_meta_lock(rfd, true), ret;
+
+	if (lk < 0 && lk != -ENOENT) {
+		sfs_fsck_msg(f, true, "%s: %s", j->lower, lk == -EBUSY ?
+			     "the rw branch is in use (a commit running?)" : strerror(-lk));
+		return lk;
+	}
+	ret = sfs_jnl_recover(rfd, f->root_fd, j, &how, msg, sizeof(msg));
+	if (ret < 0)
+		sfs_fsck_msg(f, true, "%s", msg);
+	else
+		sfs_fsck_msg(f, false, "the unfinished commit into this branch was %s", how);
+	if (lk >= 0)
+		close(lk);
+	return ret;
+}
+
+/* This branch's marker: a commit into it from the rw branch it names. */
+static void commit_into_here(struct fsck *f, const struct sfs_jnl_mark *m)
+{
+	const char *path = "/" SFS_METADIR_NAME "/" SFS_META_COMMIT_FROM;
+	int rfd = open(m->rw, O_PATH | O_DIRECTORY | O_CLOEXEC), ret;
+	struct sfs_fsck_problem *p;
+	struct sfs_journal j = { 0 };
+	char msg[512], u[40];
+
+	uuid_str(m->rw_uuid, u);
+	if (rfd < 0 || !sfs_jnl_same_branch(rfd, m->rw_fs_uuid, m->rw_ino)) {
+		sfs_fsck_found(f, SFS_PR_COMMIT_UNFINISHED, false, path, "from branch %s at %s, "
+			       "which is not there: bring it back, then run stackfs fsck "
+			       "--repair on it", u, m->rw);
+		f->pending = true;
+		goto out;
+	}
+	ret = sfs_jnl_read(rfd, &j, msg, sizeof(msg));
+	if (ret == -ENOENT || (ret == 0 && !sfs_jnl_same_branch(f->root_fd, j.lower_fs_uuid,
+								 j.lower_ino))) {
+		struct sfs_journal none = { 0 };
+
+		p = sfs_fsck_found(f, SFS_PR_COMMIT_MARKER_STALE, true, path, "from %s", m->rw);
+		if (p)
+			sfs_fsck_done(f, p, sfs_jnl_finish(-1, f->root_fd, &none));
+		else
+			f->pending = true;
+		goto out;
+	}
+	if (ret < 0) {
+		sfs_fsck_found(f, SFS_PR_COMMIT_UNFINISHED, false, path, "from branch %s at %s, "
+			       "whose journal cannot be read: %s", u, m->rw, msg);
+		f->pending = true;
+		goto out;
+	}
+	p = sfs_fsck_found(f, SFS_PR_COMMIT_UNFINISHED, true, path, "from branch %s at %s, %s",
+			   u, m->rw, phase_str(&j));
+	if (!p) {
+		f->pending = true;
+		goto out;
+	}
+	ret = recover_from_lower(f, rfd, &j);
+	f->pending |= ret < 0;
+	sfs_fsck_done(f, p, ret);
+out:
+	sfs_jnl_free(&j);
+	if (rfd >= 0)
+		close(rfd);
+}
+
+/* A journal or marker that cannot be read (msg says why): reported,
+ * never acted on. */
+static void unreadable(struct fsck *f, const char *path, const char *msg)
+{
+	sfs_fsck_found(f, SFS_PR_COMMIT_UNFINISHED, false, path, "%s", msg);
+	f->pending = true;
+}
+
+/* An unfinished commit from or into this branch (journal.h). */
+void sfs_fsck_check_commit(struct fsck *f)
+{
+	struct sfs_journal j;
+	struct sfs_jnl_mark m;
+	char msg[512];
+	int ret = sfs_jnl_read(f->root_fd, &j, msg, sizeof(msg));
+
+	if (ret == 0) {
+		commit_from_here(f, &j);
+		sfs_jnl_free(&j);
+	} else if (ret != -ENOENT) {
+		unreadable(f, "/" SFS_METADIR_NAME "/" SFS_META_COMMIT, msg);
+	}
+	ret = sfs_jmark_read(f->root_fd, &m, msg, sizeof(msg));
+	if (ret == 0) {
+		commit_into_here(f, &m);
+		sfs_jmark_free(&m);
+	} else if (ret != -ENOENT) {
+		unreadable(f, "/" SFS_METADIR_NAME "/" SFS_META_COMMIT_FROM, msg);
+	}
+}

@@ -1,0 +1,128 @@
+/* The checker's own header (fsck.h is its interface): the state of one
+ * run and what its files share, grouped by the file that defines it. */
+#ifndef SFS_FSCK_INT_H
+#define SFS_FSCK_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "whiteout/fsck.h"
+#include "whiteout/origin.h"
+
+#define MAX_CANDIDATES 16        /* lower paths of one directory */
+
+struct lower_br {
+	char *path;
+	int fd;                  /* O_RDONLY|O_DIRECTORY of its root */
+	uint8_t uuid[16];
+	bool uuid_ok;
+};
+
+/* The lower paths a directory of the branch may be merged with. */
+struct cands {
+	char **v;
+	size_t n;
+	bool unknown;            /* too many, or a lower could not be read */
+};
+
+/* Lower directory fds of one upper directory: fds[i * nlow + j]. */
+struct lower_fds {
+	int *fd;
+	size_t n;
+	bool unknown;
+};
+
+struct fsck {
+	const struct sfs_fsck_opts *o;
+	struct sfs_fsck_result *r;
+	int root_fd;             /* O_PATH of the branch root */
+	int meta_fd;             /* O_PATH of .stackfs, or -1 */
+	bool v0;                 /* a version 0 metadata dir */
+	bool stop;               /* a newer format: check nothing more */
+	bool pending;            /* an unfinished commit: the tree is half of it */
+	bool marker_only;        /* .stackfs holds nothing but a commit's marker */
+	struct lower_br *low;
+	size_t nlow;
+	bool lowers_known;
+	bool reg_damaged;        /* fsck found the registry damaged */
+	bool lowers_trusted;     /* verified against the records (or --force):
+				  * what they show may be repaired */
+	bool handle_warned;
+	uint8_t (*noted)[16];    /* filesystems named in a note already */
+	size_t nnoted;
+	uint64_t entries;
+};
+
+/* ---- fsck.c: reporting, shared helpers -------------------------------- */
+
+/* What is worth knowing, or (error) a check that could not be done. */
+void sfs_fsck_msg(struct fsck *f, bool error, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Records a problem at path (with a detail, or fmt NULL). Returns it
+ * when a fix is to be tried now: the caller fixes and calls
+ * sfs_fsck_done(). Otherwise (no --repair, not fixable, or can_fix false
+ * for this instance) it is reported at once and NULL is returned. */
+struct sfs_fsck_problem *sfs_fsck_found(struct fsck *f, enum sfs_problem_code code,
+					bool can_fix, const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+/* Reports the outcome of a fix (0 or -errno) and returns it. */
+int sfs_fsck_done(struct fsck *f, struct sfs_fsck_problem *p, int ret);
+/* dir + "/" + name (no doubled slash at the root), malloc'd. */
+char *sfs_fsck_join(const char *dir, const char *name);
+void sfs_fsck_free_names(char **v, size_t n);
+/* The names in a directory (any fd of it), sorted, without . and .. */
+int sfs_fsck_list_dir(int fd, char ***out, size_t *nout);
+/* An xattr value of dfd/name (not followed), NUL-terminated: its
+ * length, -ENODATA, or -errno. */
+ssize_t sfs_fsck_get_xattr(int dfd, const char *name, const char *attr, char *buf,
+			   size_t len);
+
+/* ---- fsck_meta.c: the metadata directory ------------------------------ */
+
+/* 0 to go on with the metadata dir's content (f->meta_fd), else skip it. */
+int sfs_fsck_open_meta(struct fsck *f);
+void sfs_fsck_check_header(struct fsck *f);
+void sfs_fsck_check_lowers_file(struct fsck *f);
+void sfs_fsck_check_work(struct fsck *f);
+void sfs_fsck_check_index(struct fsck *f);
+void sfs_fsck_check_meta_entries(struct fsck *f);
+
+/* ---- fsck_records.c: registry and inomap, record by record ------------ */
+
+void sfs_fsck_check_registry(struct fsck *f);
+void sfs_fsck_check_inomap(struct fsck *f);
+
+/* ---- fsck_commit.c: an unfinished commit ------------------------------ */
+
+void sfs_fsck_check_commit(struct fsck *f);
+
+/* ---- fsck_lowers.c: the lower branches and what they hold ------------- */
+
+/* --lower, opened before anything else: 0 or -errno (said). */
+int sfs_fsck_open_given_lowers(struct fsck *f);
+/* --lower verified, else those below the branch in lowers found and
+ * verified against the registry. */
+int sfs_fsck_find_lowers(struct fsck *f);
+/* Whether the lower inode a valid origin record names is gone: 1 gone
+ * (why says how), 0 still there, -1 not known (said in a note or error). */
+int sfs_fsck_origin_gone(struct fsck *f, const struct sfs_origin *o, const char *path,
+			 char *why, size_t whylen);
+void sfs_fsck_cands_add(struct cands *c, char *p);
+void sfs_fsck_cands_free(struct cands *c);
+/* The candidates of a subdirectory `name` of a directory with parent's
+ * candidates, given whether it is opaque and its own redirect. */
+void sfs_fsck_child_cands(struct fsck *f, const struct cands *parent, const char *name,
+			  bool opaque, const char *redirect, struct cands *c);
+void sfs_fsck_lower_fds_open(struct fsck *f, const struct cands *c, struct lower_fds *l);
+void sfs_fsck_lower_fds_close(struct lower_fds *l);
+/* 1 when some lower has `name` where the directory merges, 0 when none
+ * has, -1 when it cannot be known. */
+int sfs_fsck_lower_has(const struct lower_fds *l, const char *name);
+
+/* ---- fsck_tree.c: the branch's tree ----------------------------------- */
+
+void sfs_fsck_check_tree(struct fsck *f);
+
+#endif

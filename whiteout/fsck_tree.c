@@ -1,0 +1,414 @@
+/* fsck of the branch's tree (fsck.h): each .wh. name (an empty regular
+ * file; not beside the entry it hides; hiding something below), each
+ * overlay whiteout, .wh..wh..opq, the opaque xattrs, redirect values,
+ * origin records, and a metadata directory below the root. A whiteout
+ * "hides nothing" only when no lower branch has the name at any path
+ * the directory could be merged with (fsck_lowers.c). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/bio.h"
+#include "whiteout/fsck_int.h"
+#include "whiteout/journal.h"
+#include "whiteout/ondisk.h"
+#include "whiteout/whiteout.h"
+#include "xattr/xattr.h"
+
+#define FSCK_TMP ".wh..wh..fsck" /* fsck's own temporary name */
+#define MAX_DEPTH 4096
+
+/* ------------------------------------------------------------ helpers */
+
+static int remove_xattr(int dfd, const char *name, const char *attr)
+{
+	int ret = sfs_xattr_remove(dfd, name, attr);
+
+	return ret == -ENODATA ? 0 : ret;
+}
+
+static bool is_empty_dir(int dfd, const char *name)
+{
+	int fd = sfs_meta_openat(dfd, name, O_PATH | O_DIRECTORY, 0);
+	char **v;
+	size_t n;
+	bool empty = false;
+
+	if (fd < 0)
+		return false;
+	if (sfs_fsck_list_dir(fd, &v, &n) == 0) {
+		empty = n == 0;
+		sfs_fsck_free_names(v, n);
+	}
+	close(fd);
+	return empty;
+}
+
+/* Puts an empty regular file in place of dfd/name (an empty directory or
+ * a non-regular file) without a moment where the name is missing. */
+static int replace_with_empty_file(int dfd, const char *name, bool is_dir)
+{
+	int fd, ret = 0;
+
+	fd = sfs_meta_openat(dfd, FSCK_TMP, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		return fd;
+	if (fsync(fd) < 0)
+		ret = -errno;
+	close(fd);
+	if (!ret && is_dir) {
+		if (sfs_do_renameat2(dfd, FSCK_TMP, dfd, name, RENAME_EXCHANGE) < 0)
+			ret = -errno;
+		else if (sfs_do_unlinkat(dfd, FSCK_TMP, AT_REMOVEDIR) < 0)
+			ret = -errno;
+	} else if (!ret && sfs_do_renameat2(dfd, FSCK_TMP, dfd, name, 0) < 0) {
+		ret = -errno;
+	}
+	if (ret)
+		sfs_do_unlinkat(dfd, FSCK_TMP, 0);
+	else
+		ret = sfs_meta_fsync_dir(dfd);
+	return ret;
+}
+
+/* ------------------------------------------------------------ the tree */
+
+static bool opaque_value_ok(const char *v)
+{
+	return !strcmp(v, "y") || !strcmp(v, "x");
+}
+
+static bool redirect_ok(const char *r)
+{
+	const char *s;
+
+	if (!r[0])
+		return false;
+	if (r[0] != '/')
+		return !strchr(r, '/') && strcmp(r, ".") && strcmp(r, "..");
+	for (s = r; *s; ) {
+		const char *e;
+		size_t len;
+
+		s++;
+		e = strchrnul(s, '/');
+		len = (size_t)(e - s);
+		if ((len == 0 && (*e || s - r > 1)) || (len == 1 && s[0] == '.') ||
+		    (len == 2 && s[0] == '.' && s[1] == '.'))
+			return false;
+		s = e;
+	}
+	return true;
+}
+
+static void check_origin(struct fsck *f, int dfd, const char *name, const char *path)
+{
+	struct sfs_fsck_problem *p;
+	struct sfs_origin o;
+	char why[PATH_MAX + 64];
+	int ret = sfs_origin_get(dfd, name, &o);
+
+	if (ret == -EUCLEAN) {
+		p = sfs_fsck_found(f, SFS_PR_ORIGIN_CORRUPT, true, path, NULL);
+		if (p)
+			sfs_fsck_done(f, p, sfs_origin_remove(dfd, name));
+		return;
+	}
+	if (ret < 0) {
+		sfs_fsck_msg(f, true, "%s: origin record: %s", path, strerror(-ret));
+		return;
+	}
+	if (ret == 0 || sfs_fsck_origin_gone(f, &o, path, why, sizeof(why)) != 1)
+		return;
+	p = sfs_fsck_found(f, SFS_PR_ORIGIN_DANGLING, f->lowers_trusted, path, "%s", why);
+	if (p)
+		sfs_fsck_done(f, p, sfs_origin_remove(dfd, name));
+}
+
+/* The xattrs of a real entry: opaque markers, redirects, origin. */
+static void check_xattrs(struct fsck *f, int dfd, const char *name, const char *path,
+			 const struct stat *st)
+{
+	static const char *const opq[] = { SFS_OVL_OPAQUE_XATTR, SFS_OVL_USER_OPAQUE_XATTR };
+	static const char *const rdr[] = {
+		SFS_REDIRECT_XATTR, SFS_OVL_REDIRECT_XATTR, SFS_OVL_USER_REDIRECT_XATTR,
+	};
+	struct sfs_fsck_problem *p;
+	char buf[4096];
+	ssize_t n;
+
+	for (size_t i = 0; i < 2; i++) {
+		n = sfs_fsck_get_xattr(dfd, name, opq[i], buf, sizeof(buf));
+		if (n == -ENODATA)
+			continue;
+		if (n == -ERANGE)
+			buf[0] = 0;             /* a long value: not "y" */
+		else if (n < 0) {
+			sfs_fsck_msg(f, true, "%s: %s: %s", path, opq[i], strerror((int)-n));
+			continue;
+		}
+		if (!S_ISDIR(st->st_mode))
+			p = sfs_fsck_found(f, SFS_PR_OPQ_NOT_DIR, true, path, "%s", opq[i]);
+		else if (!opaque_value_ok(buf))
+			p = sfs_fsck_found(f, SFS_PR_OPQ_VALUE, true, path, "%s=\"%.40s\"", opq[i],
+					   buf);
+		else
+			continue;
+		if (p)
+			sfs_fsck_done(f, p, remove_xattr(dfd, name, opq[i]));
+	}
+	for (size_t i = 0; i < 3; i++) {
+		n = sfs_fsck_get_xattr(dfd, name, rdr[i], buf, sizeof(buf));
+		if (n == -ENODATA)
+			continue;
+		if (n < 0 && n != -ERANGE) {
+			sfs_fsck_msg(f, true, "%s: %s: %s", path, rdr[i], strerror((int)-n));
+			continue;
+		}
+		if (n == -ERANGE || !S_ISDIR(st->st_mode) || !redirect_ok(buf))
+			sfs_fsck_found(f, SFS_PR_REDIRECT_BAD, false, path, "%s%s", rdr[i],
+				       S_ISDIR(st->st_mode) ? "" : " on a non-directory");
+	}
+	if (!S_ISDIR(st->st_mode))
+		check_origin(f, dfd, name, path);
+}
+
+/* An aufs whiteout .wh.X (or a .wh..wh. name) in a directory. */
+static void check_aufs_name(struct fsck *f, int dfd, const char *name, const char *path,
+			    const struct stat *st, const struct lower_fds *lf)
+{
+	const char *target = name + SFS_WH_PREFIX_LEN;
+	struct sfs_fsck_problem *p;
+	struct stat tst;
+	bool empty_dir;
+	int has;
+
+	if (!strcmp(name, SFS_WH_OPQ)) {
+		if (S_ISREG(st->st_mode) && st->st_size == 0)
+			return;
+		empty_dir = S_ISDIR(st->st_mode) && is_empty_dir(dfd, name);
+		if (S_ISREG(st->st_mode) || (S_ISDIR(st->st_mode) && !empty_dir)) {
+			sfs_fsck_found(f, SFS_PR_OPQ_MARKER_DATA, false, path, "%s",
+				       S_ISDIR(st->st_mode) ? "a directory with entries"
+							    : "a file with data");
+			return;
+		}
+		p = sfs_fsck_found(f, SFS_PR_OPQ_MARKER_TYPE, true, path, NULL);
+		if (p)
+			sfs_fsck_done(f, p, replace_with_empty_file(dfd, name,
+								    S_ISDIR(st->st_mode)));
+		return;
+	}
+	if (!strcmp(name, FSCK_TMP)) {
+		p = sfs_fsck_found(f, SFS_PR_META_TMP, true, path, NULL);
+		if (p)
+			sfs_fsck_done(f, p, sfs_meta_remove_tree(dfd, name));
+		return;
+	}
+	if (!strncmp(name, SFS_JNL_TMP_PREFIX, strlen(SFS_JNL_TMP_PREFIX))) {
+		p = sfs_fsck_found(f, SFS_PR_COMMIT_TMP, true, path, NULL);
+		if (p)
+			sfs_fsck_done(f, p, sfs_meta_remove_tree(dfd, name));
+		return;
+	}
+	if (!strncmp(name, SFS_JNL_STAGE_PREFIX, strlen(SFS_JNL_STAGE_PREFIX))) {
+		sfs_fsck_found(f, SFS_PR_COMMIT_STAGED, false, path, NULL);
+		return;
+	}
+	if (!target[0] || !strncmp(target, SFS_WH_PREFIX, SFS_WH_PREFIX_LEN)) {
+		sfs_fsck_found(f, SFS_PR_WH_RESERVED, false, path, NULL);
+		return;
+	}
+	if (!S_ISREG(st->st_mode) || st->st_size) {
+		if (!S_ISDIR(st->st_mode) || !is_empty_dir(dfd, name)) {
+			sfs_fsck_found(f, SFS_PR_WH_BAD_TYPE, false, path, "%s",
+				       S_ISDIR(st->st_mode) ? "a directory with entries" :
+				       S_ISREG(st->st_mode) ? "a file with data" :
+				       "not a regular file");
+			return;
+		}
+		p = sfs_fsck_found(f, SFS_PR_WH_EMPTY_DIR, true, path, NULL);
+		if (!p)
+			return;
+		if (sfs_fsck_done(f, p, replace_with_empty_file(dfd, name, true)))
+			return;
+	}
+	int ret = sfs_do_stat(dfd, target, &tst);
+	if (ret == 0 || ret == -EXDEV) {
+		p = sfs_fsck_found(f, SFS_PR_WH_BESIDE, true, path, NULL);
+		if (p)
+			sfs_fsck_done(f, p, sfs_do_unlinkat(dfd, name, 0) < 0 ? -errno : 0);
+		return;
+	}
+	has = sfs_fsck_lower_has(lf, target);
+	if (has == 0) {
+		p = sfs_fsck_found(f, SFS_PR_WH_NOTHING, f->lowers_trusted, path, NULL);
+		if (p)
+			sfs_fsck_done(f, p, sfs_do_unlinkat(dfd, name, 0) < 0 ? -errno : 0);
+	}
+}
+
+struct subdir {
+	char *name;
+	bool opaque;
+	char *redirect;
+};
+
+static int walk(struct fsck *f, int dfd, const char *dpath, const struct cands *c, int depth);
+
+/* A subdirectory of the branch: its marks, for the walk into it. */
+static void note_subdir(struct fsck *f, int dfd, const char *name, const char *path,
+			struct subdir *s)
+{
+	struct sfs_dirmark m;
+	struct stat hs;
+	int fd = sfs_meta_openat(dfd, name, O_PATH | O_DIRECTORY, 0);
+
+	s->name = strdup(name);
+	s->opaque = false;
+	s->redirect = NULL;
+	if (fd >= 0 && sfs_dirmark_read(fd, &m) == 0) {
+		s->opaque = m.opaque;
+		s->redirect = m.redirect;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (!strcmp(name, SFS_METADIR_NAME) &&
+	    (sfs_do_stat(dfd, ".stackfs/header", &hs) == 0 ||
+	     sfs_do_stat(dfd, ".stackfs/work", &hs) == 0))
+		sfs_fsck_found(f, SFS_PR_NESTED_META, false, path, NULL);
+}
+
+/* One entry of a directory of the branch; a subdirectory is added to
+ * subs (walked once the directory is done). */
+static void check_entry(struct fsck *f, int dfd, const char *name, const char *path,
+			const struct lower_fds *lf, struct subdir *subs, size_t *nsubs)
+{
+	struct sfs_fsck_problem *p;
+	struct stat st;
+	/* the first call on the name: it may be a mount point */
+	int ret = sfs_do_stat(dfd, name, &st);
+
+	if (ret == -EXDEV) {
+		sfs_fsck_msg(f, false, "%s: a mount point: not crossed", path);
+	} else if (ret < 0) {
+		if (ret != -ENOENT)
+			sfs_fsck_msg(f, true, "%s: %s", path, strerror(-ret));
+	} else if (sfs_wh_reserved_name(name)) {
+		check_aufs_name(f, dfd, name, path, &st, lf);
+	} else if (sfs_wh_is_dev_whiteout(dfd, name, &st)) {
+		if (sfs_fsck_lower_has(lf, name) != 0)
+			return;
+		p = sfs_fsck_found(f, SFS_PR_WH_NOTHING, f->lowers_trusted, path,
+				   "overlay whiteout");
+		if (p)
+			sfs_fsck_done(f, p, sfs_do_unlinkat(dfd, name, 0) < 0 ? -errno : 0);
+	} else {
+		check_xattrs(f, dfd, name, path, &st);
+		if (S_ISDIR(st.st_mode))
+			note_subdir(f, dfd, name, path, &subs[(*nsubs)++]);
+	}
+}
+
+static void check_entries(struct fsck *f, int dfd, const char *dpath, char **names,
+			  size_t n, const struct lower_fds *lf, struct subdir *subs,
+			  size_t *nsubs)
+{
+	for (size_t i = 0; i < n; i++) {
+		char *path;
+
+		if (!strcmp(dpath, "/") && !strcmp(names[i], SFS_METADIR_NAME))
+			continue;
+		path = sfs_fsck_join(dpath, names[i]);
+		if (!path) {
+			sfs_fsck_msg(f, true, "out of memory");
+			return;
+		}
+		f->entries++;
+		if (f->o->progress)
+			f->o->progress(f->o->arg, f->entries, path);
+		check_entry(f, dfd, names[i], path, lf, subs, nsubs);
+		free(path);
+	}
+}
+
+static int walk(struct fsck *f, int dfd, const char *dpath, const struct cands *c, int depth)
+{
+	struct lower_fds lf;
+	struct subdir *subs;
+	size_t n, nsubs = 0;
+	char **names;
+	int ret = sfs_fsck_list_dir(dfd, &names, &n);
+
+	if (ret) {
+		sfs_fsck_msg(f, true, "%s: cannot list: %s", dpath, strerror(-ret));
+		return ret;
+	}
+	if (depth > MAX_DEPTH) {
+		sfs_fsck_free_names(names, n);
+		sfs_fsck_msg(f, true, "%s: deeper than %d directories: not checked", dpath,
+			     MAX_DEPTH);
+		return -ELOOP;
+	}
+	subs = calloc(n ? n : 1, sizeof(*subs));
+	if (!subs) {
+		sfs_fsck_free_names(names, n);
+		sfs_fsck_msg(f, true, "out of memory");
+		return -ENOMEM;
+	}
+	sfs_fsck_lower_fds_open(f, c, &lf);
+	check_entries(f, dfd, dpath, names, n, &lf, subs, &nsubs);
+	sfs_fsck_lower_fds_close(&lf);
+	sfs_fsck_free_names(names, n);
+	for (size_t i = 0; i < nsubs; i++) {
+		struct cands cc;
+		char *path = subs[i].name ? sfs_fsck_join(dpath, subs[i].name) : NULL;
+		int fd = path ? sfs_meta_openat(dfd, subs[i].name, O_RDONLY | O_DIRECTORY, 0)
+			      : -ENOMEM;
+
+		if (fd == -EXDEV) {
+			sfs_fsck_msg(f, false, "%s: a mount point: not crossed", path);
+		} else if (fd < 0) {
+			if (fd != -ENOENT)
+				sfs_fsck_msg(f, true, "%s: %s", path ? path : dpath, strerror(-fd));
+		} else {
+			sfs_fsck_child_cands(f, c, subs[i].name, subs[i].opaque, subs[i].redirect,
+					     &cc);
+			walk(f, fd, path, &cc, depth + 1);
+			sfs_fsck_cands_free(&cc);
+			close(fd);
+		}
+		free(path);
+		free(subs[i].name);
+		free(subs[i].redirect);
+	}
+	free(subs);
+	return 0;
+}
+
+void sfs_fsck_check_tree(struct fsck *f)
+{
+	struct cands c = { 0 };
+	struct sfs_dirmark m;
+	int fd = sfs_meta_openat(f->root_fd, ".", O_RDONLY | O_DIRECTORY, 0);
+
+	if (fd < 0) {
+		sfs_fsck_msg(f, true, "cannot open the branch: %s", strerror(-fd));
+		return;
+	}
+	if (sfs_dirmark_read(fd, &m) == 0) {
+		if (!m.opaque)
+			sfs_fsck_cands_add(&c, strdup("/"));
+		sfs_dirmark_free(&m);
+	} else {
+		c.unknown = true;
+	}
+	walk(f, fd, "/", &c, 0);
+	sfs_fsck_cands_free(&c);
+	close(fd);
+}

@@ -1,0 +1,121 @@
+/* The identity of a filesystem (its UUID) and of an entry in it (its
+ * file handle), as the registry and origin records keep them (NOTES.md
+ * "Filesystem UUID"). */
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "common/bio.h"
+#include "whiteout/ondisk.h"
+
+/* linux/fs.h has it from 6.5; older headers do not. */
+#ifndef FS_IOC_GETFSUUID
+struct fsuuid2 {
+	uint8_t len;
+	uint8_t uuid[16];
+};
+#define FS_IOC_GETFSUUID _IOR(0x15, 0, struct fsuuid2)
+#endif
+
+static int reopen_rdonly(int fd)
+{
+	char p[32];
+	int flags = fcntl(fd, F_GETFL);
+
+	if (flags < 0)
+		return -errno;
+	if (!(flags & O_PATH)) {
+		fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+		return fd < 0 ? -errno : fd;
+	}
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+	fd = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	return fd < 0 ? -errno : fd;
+}
+
+int sfs_fs_uuid(int fd, uint8_t uuid[16])
+{
+	struct fsuuid2 u = { 0 };
+	struct statfs sf;
+	struct stat st;
+	uint8_t key[24];
+	int rfd, ret = 0;
+
+	rfd = reopen_rdonly(fd);
+	if (rfd < 0)
+		return rfd;
+	if (ioctl(rfd, FS_IOC_GETFSUUID, &u) == 0) {
+		if (u.len == 16 && !sfs_all_zero(u.uuid, 16)) {
+			memcpy(uuid, u.uuid, 16);
+			goto out;
+		}
+	} else if (errno != ENOTTY && errno != EOPNOTSUPP && errno != EINVAL &&
+		   errno != ENOSYS) {
+		/* only "not supported" falls back */
+		ret = -errno;
+		goto out;
+	}
+	/* no UUID from the filesystem: a name derived from statfs's f_fsid
+	 * (or st_dev when that is zero) and the filesystem type, marked as
+	 * an RFC 9562 version 8 ("custom") UUID */
+	if (fstatfs(rfd, &sf) < 0 || fstat(rfd, &st) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	memset(key, 0, sizeof(key));
+	memcpy(key, &sf.f_fsid, sizeof(sf.f_fsid) < 8 ? sizeof(sf.f_fsid) : 8);
+	if (sfs_all_zero(key, 8)) {
+		uint64_t dev = htole64((uint64_t)st.st_dev);
+
+		memcpy(key, &dev, 8);
+	}
+	{
+		uint64_t type = htole64((uint64_t)sf.f_type);
+
+		memcpy(key + 8, &type, 8);
+		memcpy(key + 16, "stackfs", 8);
+	}
+	for (int i = 0; i < 4; i++) {
+		uint32_t c = htole32(sfs_crc32c((uint32_t)i * 0x9E3779B9u, key, sizeof(key)));
+
+		memcpy(uuid + 4 * i, &c, 4);
+	}
+	uuid[6] = (uint8_t)((uuid[6] & 0x0f) | 0x80);
+	uuid[8] = (uint8_t)((uuid[8] & 0x3f) | 0x80);
+out:
+	close(rfd);
+	return ret;
+}
+
+int sfs_fs_handle(int dirfd, const char *name, int *handle_type,
+		  void *handle, unsigned *handle_bytes)
+{
+	union {
+		struct file_handle fh;
+		uint8_t raw[sizeof(struct file_handle) + SFS_HANDLE_MAX];
+	} u;
+	int mount_id, fd = name[0] ? sfs_do_open(dirfd, name, O_PATH, 0) : dirfd, ret = 0;
+
+	/* a name is opened first: name_to_handle_at would cross a mount */
+	if (fd < 0)
+		return fd;
+	u.fh.handle_bytes = SFS_HANDLE_MAX;
+	if (sfs_do_name_to_handle(fd, "", &u.fh, &mount_id, AT_EMPTY_PATH) < 0)
+		ret = errno == EOVERFLOW ? -EOVERFLOW : -errno;
+	if (fd != dirfd)
+		close(fd);
+	if (ret < 0)
+		return ret;
+	if (u.fh.handle_bytes > *handle_bytes)
+		return -EOVERFLOW;
+	memcpy(handle, u.fh.f_handle, u.fh.handle_bytes);
+	*handle_bytes = u.fh.handle_bytes;
+	*handle_type = u.fh.handle_type;
+	return 0;
+}
