@@ -373,6 +373,7 @@ static int run_fsck(int argc, char **argv)
 	fo.root_fd = root_fd;
 	fo.repair = o.repair;
 	fo.force = force;
+	fo.in_use = in_use;
 	fo.lowers = lowers;
 	fo.nlowers = nlowers;
 	fo.report = on_report;

@@ -54,6 +54,7 @@ static void shared_put(struct sfs_branch_shared *sh)
 	if (!sh || atomic_fetch_sub(&sh->refs, 1) != 1)
 		return;
 	if (sh->meta) {
+		sfs_sync_branch_close(sh->meta);
 		sfs_meta_close(sh->meta);
 		free(sh->meta);
 	}
@@ -221,6 +222,8 @@ static int meta_check(const struct sfs_branch *b, unsigned idx,
 	char why[1024];
 	int ret = sfs_meta_check(b->root_fd, &state, why, sizeof(why));
 
+	if (ret == 0)
+		ret = sfs_sync_branch_check(b->root_fd, why, sizeof(why));
 	if (ret < 0)
 		berr(err, errlen, "branch #%u (\"%s\"): %s", idx, spec->path, why);
 	return ret;
@@ -365,6 +368,10 @@ static int meta_open(struct sfs_branch *b, unsigned idx, int style, bool upgrade
 	if (!m)
 		return -ENOMEM;
 	ret = sfs_meta_open(b->root_fd, style, upgrade, m, why, sizeof(why));
+	if (ret == 0 && (ret = sfs_sync_branch_open(m)) < 0) {
+		snprintf(why, sizeof(why), "cannot set the volatile flag: %s", strerror(-ret));
+		sfs_meta_close(m);
+	}
 	if (ret < 0) {
 		berr(err, errlen, "branch #%u (\"%s\"): %s", idx, b->path, why);
 		free(m);

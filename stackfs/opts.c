@@ -17,13 +17,17 @@
 #include "stackfs/stackfs.h"
 
 enum { KEY_FG, KEY_DEBUG, KEY_HELP, KEY_VERSION, KEY_WHITEOUT, KEY_TIMEOUT, KEY_READAHEAD,
-       KEY_LOWERDIR, KEY_UPPERDIR, KEY_WORKDIR, KEY_SUBTYPE, KEY_FSNAME };
+       KEY_LOWERDIR, KEY_UPPERDIR, KEY_WORKDIR, KEY_SUBTYPE, KEY_FSNAME, KEY_SYNC,
+       KEY_FSYNC, KEY_VOLATILE };
 
 #define OPT(t, field, v) { t, offsetof(struct sfs_opts, field), v }
 static const struct fuse_opt table[] = {
 	FUSE_OPT_KEY("timeout=", KEY_TIMEOUT),
 	FUSE_OPT_KEY("readahead=", KEY_READAHEAD),
-	OPT("fsync", fsync, 1),
+	FUSE_OPT_KEY("sync=", KEY_SYNC),
+	FUSE_OPT_KEY("fsync", KEY_FSYNC),
+	FUSE_OPT_KEY("volatile", KEY_VOLATILE),
+	OPT("accept_unclean", accept_unclean, 1),
 	OPT("upgrade", upgrade, 1),
 	OPT("writeback", writeback, 1),
 	OPT("nopassthrough", nopassthrough, 1),
@@ -51,6 +55,7 @@ static struct {
 	char **v;
 	size_t n;
 	int whiteout_set, timeout_set, readahead_set;
+	const char *sync_by;          /* the option that set the sync mode */
 } seen;
 
 /* The user named the mount's source (fsname=): it is kept. */
@@ -114,6 +119,36 @@ static int parse_whiteout(struct sfs_opts *o, const char *arg)
 		return conflict(arg);
 	o->whiteout = w;
 	seen.whiteout_set = 1;
+	return 0;
+}
+
+/* sync=always|normal|volatile; "fsync" says always and "volatile"
+ * volatile (kernel overlayfs's and podman's word), so each is refused
+ * beside another mode, as a second sync= would be. */
+static int parse_sync(struct sfs_opts *o, const char *arg, int key)
+{
+	static const char *const names[] = {
+		[SFS_SYNC_NORMAL] = "normal", [SFS_SYNC_ALWAYS] = "always",
+		[SFS_SYNC_VOLATILE] = "volatile",
+	};
+	enum sfs_sync_mode m = key == KEY_FSYNC ? SFS_SYNC_ALWAYS : SFS_SYNC_VOLATILE;
+	const char *v = arg + strlen("sync=");
+
+	if (key == KEY_SYNC) {
+		for (m = 0; m < 3 && strcmp(v, names[m]); m++)
+			;
+		if (m == 3) {
+			sfs_errmsg("bad option '%s': sync is always, normal or volatile", arg);
+			return -1;
+		}
+	}
+	if (seen.sync_by && m != o->sync) {
+		sfs_errmsg("bad option '%s': the sync mode is %s already (%s)", arg,
+			   names[o->sync], seen.sync_by);
+		return -1;
+	}
+	o->sync = m;
+	seen.sync_by = key == KEY_SYNC ? "sync=" : key == KEY_FSYNC ? "fsync" : "volatile";
 	return 0;
 }
 
@@ -401,6 +436,10 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *out)
 		return parse_whiteout(o, arg);
 	case KEY_TIMEOUT:
 		return parse_timeout(o, arg);
+	case KEY_SYNC:
+	case KEY_FSYNC:
+	case KEY_VOLATILE:
+		return parse_sync(o, arg, key);
 	case KEY_READAHEAD:
 		return parse_readahead(o, arg);
 	case KEY_LOWERDIR:
@@ -455,7 +494,16 @@ void sfs_opts_usage(const char *prog)
 	       "\n"
 	       "stackfs options:\n"
 	       "    -o whiteout=wh|overlay  whiteout format written (default wh)\n"
-	       "    -o fsync                fsync every copy-up before it is placed\n"
+	       "    -o sync=always|normal|volatile\n"
+	       "                            what is durable when (default normal: copies\n"
+	       "                            before they show, fsync covers the union's\n"
+	       "                            records; always: every change at once;\n"
+	       "                            volatile: nothing, a crash makes the branch\n"
+	       "                            refused)\n"
+	       "    -o fsync                sync=always\n"
+	       "    -o volatile             sync=volatile\n"
+	       "    -o accept_unclean       mount a branch a volatile mount left after a\n"
+	       "                            crash, as it is\n"
 	       "    -o upgrade              upgrade an older metadata format\n"
 	       "    -o writeback            the kernel's writeback cache (faster writes;\n"
 	       "                            errors of delayed writes show at fsync/close)\n"

@@ -104,6 +104,9 @@ _stackfs_mount_opts()
 	whiteout=*)
 		cands=("${before}whiteout=wh" "${before}whiteout=overlay")
 		;;
+	sync=*)
+		cands=("${before}sync=normal" "${before}sync=always" "${before}sync=volatile")
+		;;
 	lowerdir=*)
 		val=${last#lowerdir=}
 		local pre=${before}lowerdir=
@@ -122,7 +125,8 @@ _stackfs_mount_opts()
 	timeout=* | readahead=*) ;;
 	*)
 		local o
-		for o in whiteout= timeout= readahead= fsync upgrade writeback nopassthrough lowerdir= upperdir= workdir= \
+		for o in whiteout= timeout= readahead= sync= fsync volatile accept_unclean upgrade writeback \
+			nopassthrough lowerdir= upperdir= workdir= \
 			allow_other allow_root auto_unmount default_permissions debug \
 			ro rw dev nodev suid nosuid exec noexec noatime sync dirsync; do
 			cands+=("$before$o")
