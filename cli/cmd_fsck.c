@@ -336,12 +336,12 @@ static int check_in_use(struct out *o, int root_fd, int *lock_fd, bool *in_use)
 }
 
 /* The checks, and the summary line: the exit status. */
-static int check(struct out *o, int root_fd, bool force, const char **lowers, size_t nlowers,
-		 struct sfs_fsck_result *res)
+static int check(struct out *o, int root_fd, bool force, bool in_use, const char **lowers,
+		 size_t nlowers, struct sfs_fsck_result *res)
 {
 	struct sfs_fsck_opts fo = {
 		.branch = o->branch, .root_fd = root_fd, .repair = o->repair, .force = force,
-		.lowers = lowers, .nlowers = nlowers, .report = on_report,
+		.in_use = in_use, .lowers = lowers, .nlowers = nlowers, .report = on_report,
 		.message = on_message, .progress = on_progress, .arg = o,
 	};
 	int status = sfs_fsck_run(&fo, res);
@@ -389,7 +389,7 @@ static int run_fsck(int argc, char **argv)
 	}
 	status = check_in_use(&o, root_fd, &lock_fd, &in_use);
 	if (status == 0)
-		status = check(&o, root_fd, force, lowers, nlowers, &res);
+		status = check(&o, root_fd, force, in_use, lowers, nlowers, &res);
 out:
 	if (o.json)
 		print_json(&o, root_fd >= 0 ? &res : NULL, in_use, status);

@@ -56,6 +56,7 @@ static void shared_put(struct sfs_branch_shared *sh)
 	if (!sh || atomic_fetch_sub(&sh->refs, 1) != 1)
 		return;
 	if (sh->meta) {
+		sfs_sync_branch_close(sh->meta);
 		sfs_meta_close(sh->meta);
 		free(sh->meta);
 	}
@@ -223,6 +224,8 @@ static int meta_check(const struct sfs_branch *b, unsigned idx,
 	char why[1024];
 	int ret = sfs_meta_check(b->root_fd, &state, why, sizeof(why));
 
+	if (ret == 0)
+		ret = sfs_sync_branch_check(b->root_fd, why, sizeof(why));
 	if (ret < 0)
 		berr(err, errlen, "branch #%u (\"%s\"): %s", idx, spec->path, why);
 	return ret;
@@ -370,6 +373,10 @@ static int meta_open(struct sfs_branch *b, unsigned idx, int style, bool upgrade
 	if (!m)
 		return -ENOMEM;
 	ret = sfs_meta_open(b->root_fd, style, upgrade, m, why, sizeof(why));
+	if (ret == 0 && (ret = sfs_sync_branch_open(m)) < 0) {
+		snprintf(why, sizeof(why), "cannot set the volatile flag: %s", strerror(-ret));
+		sfs_meta_close(m);
+	}
 	/* in use: say by whom, so the user knows what to unmount */
 	if (ret == -EBUSY && sfs_runtime_lock_holder(b->root_fd, holder, sizeof(holder)) == 0)
 		berr(err, errlen, "branch #%u (\"%s\"): in use by %s", idx, b->path, holder);

@@ -182,10 +182,12 @@ static void do_status(struct reply *r)
 	int n = stats ? sfs_stats_format(stats, 32768) : -ENOMEM;
 
 	if (mp)
-		out(r, "mountpoint\t%s\nwhiteout\t%s\nformat_version\t1\ntimeout\t%g\nfsync\t%d\n"
-		    "passthrough\t%s\n",
-		    mp, o->whiteout == SFS_WH_OVERLAY ? "overlay" : "wh", o->timeout, o->fsync,
-		    sfs_pt_active() ? "on" : "off");
+		out(r, "mountpoint\t%s\nwhiteout\t%s\nformat_version\t1\ntimeout\t%g\nsync\t%s\n"
+		    "fsync\t%d\npassthrough\t%s\n",
+		    mp, o->whiteout == SFS_WH_OVERLAY ? "overlay" : "wh", o->timeout,
+		    o->sync == SFS_SYNC_ALWAYS ? "always" :
+		    o->sync == SFS_SYNC_VOLATILE ? "volatile" : "normal",
+		    o->sync == SFS_SYNC_ALWAYS, sfs_pt_active() ? "on" : "off");
 	else
 		fail(r, ENOMEM, strerror(ENOMEM));
 	out_log_to(r, o);

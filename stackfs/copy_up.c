@@ -118,8 +118,11 @@ static int stage_file(const struct sfs_layer *src, const struct stat *st,
 			in = sfs_do_reopen(src->fd, O_RDONLY);
 		ret = in < 0 ? in : sfs_copy_data(in, out, st->st_size);
 	}
-	if (ret == 0 && sfs_m.opts.fsync && fsync(out) < 0)
-		ret = -errno;
+	/* normal and always: never placed with data not yet on the disk
+	 * (a power cut would show it short or empty, hiding the lower file);
+	 * an empty copy (O_TRUNC) has none */
+	if (ret == 0 && !nodata)
+		ret = sfs_sync_copy(out);
 	if (in >= 0)
 		close(in);
 	close(out);
@@ -335,6 +338,16 @@ static int indexed_copy(const struct sfs_stack *st, const struct stat *src)
 	return sfs_index_open_of(st->snap, st->l[0].fd, src);
 }
 
+/* A placed copy and the directory it was placed in: durable now
+ * (always), or when an fsync through the view covers them (normal). A
+ * symlink or device comes with its directory (sync.c). */
+static int sync_placed(int fd, mode_t mode, int dirfd)
+{
+	int ret = S_ISREG(mode) || S_ISDIR(mode) ? sfs_sync_changed(fd) : 0;
+
+	return ret < 0 ? ret : sfs_sync_changed(dirfd);
+}
+
 /* Places an existing copy at dirfd/name: a hard link, no data copied. */
 static int link_copy(int copyfd, int dirfd, const char *name)
 {
@@ -435,6 +448,11 @@ static int copy_dir_into(struct sfs_node *n, const struct sfs_stack *st,
 		sfs_do_unlinkat(dl->fd, name, AT_REMOVEDIR);
 		return ret;
 	}
+	ret = sync_placed(s.fd, S_IFDIR, dl->fd);
+	if (ret < 0) {
+		close(s.fd);
+		return ret;
+	}
 	return install(n, st, pst->snap, tb, s.fd, &src);
 }
 
@@ -520,7 +538,7 @@ static int copy_file_into(struct sfs_node *n, const struct sfs_stack *st,
 	int workfd = tb->work_fd;
 	struct staged s = { "", -1, false };
 	struct stat src;
-	bool fresh = false;
+	bool fresh = false, placed = false;
 	int ret = sl && dl ? sfs_do_fstat(st->l[0].fd, &src) : -ESTALE;
 
 	if (ret == 0) {
@@ -534,8 +552,11 @@ static int copy_file_into(struct sfs_node *n, const struct sfs_stack *st,
 		ret = place_file(n, parent, &st->l[0], src.st_mode, dl->fd,
 				 name, workfd, &s);
 		sfs_ns_unlock(parent);
+		placed = ret == 1;
+		if (placed) /* synced outside the lock */
+			ret = sync_placed(s.fd, src.st_mode, dl->fd);
 	}
-	if (ret == 0)
+	if (ret == 0 && !placed)
 		ret = keep_nameless(&st->l[0], src.st_mode, workfd, &s);
 	if (ret < 0) {
 		unstage(workfd, &s, src.st_mode);

@@ -253,8 +253,8 @@ static bool owner_differs(fuse_req_t req)
 	return ctx && (ctx->uid != 0 || ctx->gid != 0);
 }
 
-int sfs_place_make(fuse_req_t req, const struct sfs_place *p, const char *name,
-		   sfs_make_fn make, void *arg)
+static int place_make(fuse_req_t req, const struct sfs_place *p, const char *name,
+		      sfs_make_fn make, void *arg)
 {
 	int ret;
 
@@ -269,6 +269,16 @@ int sfs_place_make(fuse_req_t req, const struct sfs_place *p, const char *name,
 	if (ret == 0)
 		ret = make_opaque(p->pl->fd, name);
 	return ret;
+}
+
+/* A new name is durable with its directory (sync.c: the journal commits
+ * the entry's inode with it). */
+int sfs_place_make(fuse_req_t req, const struct sfs_place *p, const char *name,
+		   sfs_make_fn make, void *arg)
+{
+	int ret = place_make(req, p, name, make, arg);
+
+	return ret < 0 ? ret : sfs_sync_changed(p->pl->fd);
 }
 
 struct create_args {
@@ -309,6 +319,8 @@ static int create_linked(fuse_req_t req, const struct sfs_place *p,
 		ret = set_owner_at(p->pl->fd, fd, "", AT_EMPTY_PATH, req);
 	if (ret == 0)
 		ret = sfs_do_link_fd(fd, p->pl->fd, name);
+	if (ret == 0)
+		ret = sfs_sync_changed(p->pl->fd);
 	if (ret < 0 && fd >= 0)
 		close(fd);
 	if (ret == 0)
@@ -581,6 +593,8 @@ static int remove_entry(struct sfs_node *parent, const struct sfs_stack *pst,
 		ret = sfs_wh_create(p.pl->fd, name, p.br->work_fd, style);
 		if (ret == 0)
 			sfs_count(whiteouts, 1);
+		if (ret == 0)
+			ret = sfs_sync_changed(p.pl->fd);
 		/* an overlay-style whiteout took the entry's place already */
 		replaced = p.br->shared == kb->shared && style == SFS_WH_OVERLAY;
 		sfs_stack_put(p.pst);
@@ -590,8 +604,10 @@ static int remove_entry(struct sfs_node *parent, const struct sfs_stack *pst,
 	if (!rw || replaced)
 		return 0;
 	if (flags & AT_REMOVEDIR)
-		return remove_dir(kl->fd, name, kb->work_fd);
-	return sfs_do_unlinkat(kl->fd, name, 0) < 0 ? -errno : 0;
+		ret = remove_dir(kl->fd, name, kb->work_fd);
+	else
+		ret = sfs_do_unlinkat(kl->fd, name, 0);
+	return ret < 0 ? ret : sfs_sync_changed(kl->fd);
 }
 
 /* Under the parent's namespace lock from the resolution on, so that a

@@ -395,10 +395,9 @@ void sfs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 void sfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		  struct fuse_file_info *fi)
 {
-	int fd = sfs_file_fd(file_of(fi));
-	int r = datasync ? fdatasync(fd) : fsync(fd);
+	int ret = sfs_sync_view(sfs_node_of(ino), sfs_file_fd(file_of(fi)), datasync);
 
-	sfs_reply_err(req, r < 0 ? errno : 0);
+	sfs_reply_err(req, -ret);
 }
 
 void sfs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,

@@ -84,14 +84,12 @@ static int index_replace(int dfd, const char *name, int workfd, int fd)
 	return ret;
 }
 
-int sfs_index_link(const struct sfs_snap *s, int lower_fd, const struct stat *lst,
-		   int copy_fd)
+static int index_link(const struct sfs_snap *s, int dfd, int lower_fd,
+		      const struct stat *lst, int copy_fd)
 {
-	int dfd = index_dir(s), fd, ret;
+	int fd, ret;
 	char name[SFS_INDEX_NAME_MAX];
 
-	if (dfd < 0)
-		return 0; /* no index: the link breaks at copy-up */
 	sfs_index_name(name, fs_id_of_dev(s, lst->st_dev), lst->st_ino);
 	ret = sfs_do_link_fd(copy_fd, dfd, name);
 	if (ret != -EEXIST)
@@ -107,6 +105,17 @@ int sfs_index_link(const struct sfs_snap *s, int lower_fd, const struct stat *ls
 	sfs_log(SFS_LOG_INFO, "index entry %s was the copy of a lower file that no longer "
 		"exists: replaced", name);
 	return index_replace(dfd, name, s->b[s->top_rw]->work_fd, copy_fd);
+}
+
+int sfs_index_link(const struct sfs_snap *s, int lower_fd, const struct stat *lst,
+		   int copy_fd)
+{
+	int dfd = index_dir(s), ret;
+
+	if (dfd < 0)
+		return 0; /* no index: the link breaks at copy-up */
+	ret = index_link(s, dfd, lower_fd, lst, copy_fd);
+	return ret < 0 ? ret : sfs_sync_changed(dfd);
 }
 
 uint32_t sfs_index_nlink(uint32_t lower, uint32_t upper)

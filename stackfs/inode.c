@@ -226,6 +226,8 @@ void sfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 
 	if (ret == 0) {
 		ret = setattr_layer(st->l[0].fd, f ? sfs_file_fd(f) : -1, attr, to_set);
+		if (ret == 0)
+			ret = sfs_sync_changed(st->l[0].fd);
 		sfs_stack_put(st);
 	}
 	if (ret == 0)

@@ -56,6 +56,8 @@ static int do_ioctl(struct sfs_node *n, unsigned cmd, const void *in,
 		ret = -errno;
 	else if (!is_set(cmd))
 		memcpy(out, &buf, sz);
+	else
+		ret = sfs_sync_changed(fd);
 	close(fd);
 	return ret;
 }

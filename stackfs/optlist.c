@@ -27,7 +27,17 @@ const struct sfs_optdef sfs_optlist[] = {
 	OURS("readahead=", READAHEAD, "KIB",
 	     "readahead window of the mount (default 512;\n"
 	     "0: the kernel's)\n"),
-	OURS("fsync", FSYNC, NULL, "fsync every copy-up before it is placed\n"),
+	OURS("sync=", SYNC, "always|normal|volatile",
+	     "what is durable when (default normal: copies\n"
+	     "before they show, fsync covers the union's\n"
+	     "records; always: every change at once;\n"
+	     "volatile: nothing, a crash makes the branch\n"
+	     "refused)\n"),
+	OURS("fsync", FSYNC, NULL, "sync=always\n"),
+	OURS("volatile", VOLATILE, NULL, "sync=volatile\n"),
+	OURS("accept_unclean", ACCEPT_UNCLEAN, NULL,
+	     "mount a branch a volatile mount left after a\n"
+	     "crash, as it is\n"),
 	OURS("upgrade", UPGRADE, NULL, "upgrade an older metadata format\n"),
 	OURS("writeback", WRITEBACK, NULL,
 	     "the kernel's writeback cache (faster writes;\n"

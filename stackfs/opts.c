@@ -40,6 +40,7 @@ static struct {
 	char **v;
 	size_t n;
 	int whiteout_set, timeout_set, readahead_set, log_set;
+	const char *sync_by;          /* the option that set the sync mode */
 } seen;
 
 /* The user named the mount's source (fsname=): it is kept. */
@@ -103,6 +104,37 @@ static int parse_whiteout(struct sfs_opts *o, const char *arg)
 		return conflict(arg);
 	o->whiteout = w;
 	seen.whiteout_set = 1;
+	return 0;
+}
+
+/* sync=always|normal|volatile; "fsync" says always and "volatile"
+ * volatile (kernel overlayfs's and podman's word), so each is refused
+ * beside another mode, as a second sync= would be. */
+static int parse_sync(struct sfs_opts *o, const char *arg, int key)
+{
+	static const char *const names[] = {
+		[SFS_SYNC_NORMAL] = "normal", [SFS_SYNC_ALWAYS] = "always",
+		[SFS_SYNC_VOLATILE] = "volatile",
+	};
+	enum sfs_sync_mode m = key == SFS_OPTK_FSYNC ? SFS_SYNC_ALWAYS : SFS_SYNC_VOLATILE;
+	const char *v = arg + strlen("sync=");
+
+	if (key == SFS_OPTK_SYNC) {
+		for (m = 0; m < 3 && strcmp(v, names[m]); m++)
+			;
+		if (m == 3) {
+			sfs_errmsg("bad option '%s': sync is always, normal or volatile", arg);
+			return -1;
+		}
+	}
+	if (seen.sync_by && m != o->sync) {
+		sfs_errmsg("bad option '%s': the sync mode is %s already (%s)", arg,
+			   names[o->sync], seen.sync_by);
+		return -1;
+	}
+	o->sync = m;
+	seen.sync_by = key == SFS_OPTK_SYNC ? "sync=" :
+		       key == SFS_OPTK_FSYNC ? "fsync" : "volatile";
 	return 0;
 }
 
@@ -412,8 +444,8 @@ static int unknown(const char *arg)
 static int flag(struct sfs_opts *o, int key)
 {
 	switch (key) {
-	case SFS_OPTK_FSYNC:
-		o->fsync = 1;
+	case SFS_OPTK_ACCEPT_UNCLEAN:
+		o->accept_unclean = 1;
 		break;
 	case SFS_OPTK_UPGRADE:
 		o->upgrade = 1;
@@ -460,7 +492,11 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *out)
 		return parse_readahead(o, arg);
 	case SFS_OPTK_LOG:
 		return parse_log(o, arg);
+	case SFS_OPTK_SYNC:
 	case SFS_OPTK_FSYNC:
+	case SFS_OPTK_VOLATILE:
+		return parse_sync(o, arg, key);
+	case SFS_OPTK_ACCEPT_UNCLEAN:
 	case SFS_OPTK_UPGRADE:
 	case SFS_OPTK_WRITEBACK:
 	case SFS_OPTK_NOPASSTHROUGH:

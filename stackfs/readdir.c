@@ -346,13 +346,14 @@ void sfs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 void sfs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 		     struct fuse_file_info *fi)
 {
-	struct sfs_stack *st = sfs_node_stack(sfs_node_of(ino));
+	struct sfs_node *n = sfs_node_of(ino);
+	struct sfs_stack *st = sfs_node_stack(n);
 	int fd = sfs_do_reopen(st->l[0].fd, O_RDONLY | O_DIRECTORY);
 	int ret = fd;
 
 	sfs_stack_put(st);
 	if (fd >= 0) {
-		ret = (datasync ? fdatasync(fd) : fsync(fd)) < 0 ? -errno : 0;
+		ret = sfs_sync_view(n, fd, datasync);
 		close(fd);
 	}
 	sfs_reply_err(req, -ret);

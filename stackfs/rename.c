@@ -305,6 +305,18 @@ static int rn_up(struct rn *r)
 	return ret;
 }
 
+/* Both directories changed, and a moved directory (its redirect or
+ * opaque mark) too: sync.c decides when they are durable. */
+static int rn_sync(const struct rn *r, const struct sfs_layer *npl)
+{
+	const struct sfs_layer *pl = sfs_stack_in(r->src.pst, r->kb);
+	int ret = sfs_sync_changed(pl->fd);
+
+	if (ret == 0 && S_ISDIR(r->src.top.st_mode))
+		ret = sfs_sync_changed(r->src.st->l[0].fd);
+	return ret < 0 ? ret : sfs_sync_changed(npl->fd);
+}
+
 static int do_rename(struct rn *r)
 {
 	struct sfs_stack *np = NULL;
@@ -343,6 +355,8 @@ static int do_rename(struct rn *r)
 			rn_move_node(&r->dst.id, r->src.parent, r->src.name);
 	}
 	sfs_ns_unlock2(r->src.parent, r->dst.parent);
+	if (ret >= 0)
+		ret = rn_sync(r, npl);
 	sfs_stack_put(np);
 	return ret < 0 ? ret : 0;
 }

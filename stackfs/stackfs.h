@@ -22,6 +22,12 @@
 /* Where the daemon logs (-o log=): by default syslog in the background
  * and stderr in the foreground. */
 enum sfs_log_to { SFS_LOG_TO_DEFAULT, SFS_LOG_TO_SYSLOG, SFS_LOG_TO_STDERR, SFS_LOG_TO_FILE };
+/* What the union makes durable, and when (-o sync=, sync.c). */
+enum sfs_sync_mode {
+	SFS_SYNC_NORMAL,          /* copies before they are placed; fsync covers the path */
+	SFS_SYNC_ALWAYS,          /* every change before the reply */
+	SFS_SYNC_VOLATILE,        /* nothing; a flag refuses the branch after a crash */
+};
 
 struct sfs_opts {
 	char *branches;           /* the BRANCHES argument */
@@ -29,7 +35,8 @@ struct sfs_opts {
 	int foreground;
 	int debug;
 	double timeout;           /* entry and attribute cache timeout, s */
-	int fsync;                /* fsync copies before they are placed */
+	enum sfs_sync_mode sync;
+	int accept_unclean;       /* mount a branch a volatile mount left */
 	int upgrade;              /* upgrade an older metadata format */
 	int writeback;            /* the kernel's writeback cache */
 	int nopassthrough;        /* serve all data by requests */
@@ -443,6 +450,32 @@ struct sfs_snap *sfs_snap_current(void);
 void sfs_notify_attr(struct sfs_node *n);
 /* The root's stack for a snapshot, and the identity of its lowest layer. */
 int sfs_root_stack(struct sfs_snap *s, struct sfs_stack **out, struct stat *id);
+
+/* ---- sync.c: the sync policy (NOTES.md "Power loss") ------------------ */
+struct sfs_meta;
+/* A copy's data (fd of the staged file, open for writing), durable before
+ * the copy is placed: fsync, but with sync=volatile. */
+int sfs_sync_copy(int fd);
+/* fd (O_PATH too) is an entry of a rw branch the union just changed (a
+ * directory whose entries changed, an entry whose metadata changed).
+ * always: synced now (fsync; syncfs for a symlink or device); normal: a
+ * directory is remembered for sfs_sync_view; volatile: nothing. */
+int sfs_sync_changed(int fd);
+/* fsync (fdatasync) through the view of node n, whose real file or
+ * directory fd is: that fd, then what the union changed on its path in
+ * its branch (its directories up to the root, the index). Nothing with
+ * sync=volatile. */
+int sfs_sync_view(struct sfs_node *n, int fd, bool datasync);
+/* At mount and branch add, before anything is written: -EUCLEAN with a
+ * message when the branch (root_fd) was left by a volatile mount that did
+ * not end cleanly, unless -o accept_unclean. */
+int sfs_sync_branch_check(int root_fd, char *why, size_t len);
+/* After its metadata dir is opened: the volatile flag set (sync=volatile)
+ * or, accepted, cleared. */
+int sfs_sync_branch_open(struct sfs_meta *m);
+/* Before it is closed: a volatile mount syncs the branch's filesystem and
+ * clears the flag (a clean end). */
+void sfs_sync_branch_close(struct sfs_meta *m);
 
 /* ---- passthrough.c: data straight from the kernel to the branch ------- */
 /* Puts the session's /dev/fuse traffic through the hooks that negotiate

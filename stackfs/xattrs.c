@@ -67,6 +67,8 @@ void sfs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 
 	if (ret == 0)
 		ret = sfs_xattr_set(t.fd, xent(&t), name, value, size, flags);
+	if (ret == 0)
+		ret = sfs_sync_changed(t.st->l[0].fd);
 	xtarget_put(&t);
 	sfs_reply_err(req, -ret);
 }
@@ -79,6 +81,8 @@ void sfs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 
 	if (ret == 0)
 		ret = sfs_xattr_remove(t.fd, xent(&t), name);
+	if (ret == 0)
+		ret = sfs_sync_changed(t.st->l[0].fd);
 	xtarget_put(&t);
 	sfs_reply_err(req, -ret);
 }

@@ -104,6 +104,10 @@ open(sys.argv[1], "wb").write(bytes(r.randrange(256) for _ in range(int(sys.argv
 @test "opt 28: -o subtype= (empty)" { refused_mount 2 "subtype=" -o subtype= "$UP:$LO" "$MNT"; }
 @test "opt 29: -o fsname= (empty)" { refused_mount 2 "fsname=" -o fsname= "$UP:$LO" "$MNT"; }
 @test "opt 30: -o fsname=a,fsname=b (conflicting duplicates)" { refused_mount 2 "fsname" -o fsname=a,fsname=b "$UP:$LO" "$MNT"; }
+@test "opt 31: -o sync=sometimes" { refused_mount 2 "sync=sometimes" -o sync=sometimes "$UP:$LO" "$MNT"; }
+@test "opt 32: -o sync= (empty)" { refused_mount 2 "sync=" -o sync= "$UP:$LO" "$MNT"; }
+@test "opt 33: -o fsync,sync=volatile (two sync modes)" { refused_mount 2 "sync=volatile" -o fsync,sync=volatile "$UP:$LO" "$MNT"; }
+@test "opt 34: -o volatile=1 (a flag given a value)" { refused_mount 2 "volatile" -o volatile=1 "$UP:$LO" "$MNT"; }
 
 @test "tolerated (not a bad input): an empty -o '' mounts, as with mount(8)" {
 	sfs_record stackfs "$MNT"

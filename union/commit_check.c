@@ -97,8 +97,19 @@ static int check_formats(struct commit *c)
 		int fd = open(names[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
 		int r = fd < 0 ? -errno : sfs_meta_check(fd, &state, msg, sizeof(msg));
 
+		uint32_t flags = 0;
+
 		if (fd < 0)
 			snprintf(msg, sizeof(msg), "%s", strerror(-r));
+		/* what a crashed volatile mount left may be partial: folding it
+		 * into the lower branch would make that permanent */
+		if (r == 0 && sfs_meta_read_flags(fd, &flags) == 0 &&
+		    (flags & SFS_META_F_VOLATILE)) {
+			snprintf(msg, sizeof(msg), "a sync=volatile mount uses it or did not end "
+				 "cleanly: what it wrote may be partial; once unmounted, mount it "
+				 "with -o accept_unclean to keep it as it is");
+			r = -EUCLEAN;
+		}
 		if (fd >= 0)
 			close(fd);
 		if (r == -EINPROGRESS)

@@ -68,6 +68,7 @@ enum sfs_problem_code {
 	SFS_PR_COMMIT_MARKER_STALE,
 	SFS_PR_COMMIT_STAGED,
 	SFS_PR_COMMIT_TMP,
+	SFS_PR_VOLATILE_UNCLEAN,
 	SFS_PR_COUNT
 };
 
@@ -100,6 +101,8 @@ struct sfs_fsck_opts {
 	/* repair what lower branches decide even when they are not the
 	 * recorded ones (--force) */
 	bool force;
+	/* a mount holds the branch (its lock, or a daemon its root) */
+	bool in_use;
 	/* lower branches, highest first (--lower), or NULL: those below
 	 * the branch in .stackfs/lowers */
 	const char *const *lowers;

@@ -215,6 +215,8 @@ void sfs_fsck_check_header(struct fsck *f)
 	/* the parser reads at most 64 bytes; it needs the real size */
 	len = (size_t)sb.st_size > (size_t)n ? (size_t)sb.st_size : (size_t)n;
 	st = sfs_header_parse(buf, len, &h);
+	if (st == SFS_HDR_OK && (h.flags & SFS_META_F_VOLATILE) && !f->o->in_use)
+		sfs_fsck_found(f, SFS_PR_VOLATILE_UNCLEAN, false, path, NULL);
 	if (st == SFS_HDR_OK)
 		return;
 	if (st == SFS_HDR_NEWER) {

@@ -425,3 +425,32 @@ void sfs_meta_close(struct sfs_meta *m)
 	/* a second close must find a usable mutex */
 	pthread_mutex_init(&m->mu, NULL);
 }
+
+int sfs_meta_read_flags(int root_fd, uint32_t *flags)
+{
+	struct sfs_header h;
+	char err[256];
+	int dir_fd, ret = open_metadir(root_fd, &dir_fd, err, sizeof(err));
+
+	if (ret)
+		return ret;
+	ret = read_header(dir_fd, &h, err, sizeof(err));
+	close(dir_fd);
+	if (ret == 0)
+		*flags = h.flags;
+	return ret;
+}
+
+int sfs_meta_set_flags(struct sfs_meta *m, uint32_t flags)
+{
+	struct sfs_header h = { .version = m->version, .flags = flags, .ctime = m->ctime };
+	int ret;
+
+	if (flags & ~SFS_HDR_KNOWN_FLAGS)
+		return -EINVAL;
+	memcpy(h.uuid, m->uuid, sizeof(h.uuid));
+	ret = write_header(m->dir_fd, &h);
+	if (ret == 0)
+		m->flags = flags;
+	return ret;
+}

@@ -29,6 +29,12 @@
 
 #define SFS_META_VERSION  1u           /* the format this code writes */
 #define SFS_META_F_OVERLAY 0x1u        /* header flag: overlay whiteouts */
+/* header flag: a mount with -o sync=volatile is using the branch, or
+ * one did and did not end cleanly (what it wrote may be lost or
+ * partial after a power cut): a mount refuses the branch unless told
+ * (stackfs/sync.c). A flag, not a file, so that a stackfs older than
+ * it refuses the branch too (an unknown flag). */
+#define SFS_META_F_VOLATILE 0x2u
 
 /* Allocated union inode numbers: top 8 bits all ones, the low 56 bits a
  * sequence number from 1, never reused (see sfs_meta_ino_alloc). */
@@ -180,6 +186,14 @@ int sfs_meta_check(int root_fd, enum sfs_meta_state *state,
 int sfs_meta_open(int root_fd, int whiteout_style, bool upgrade,
 		  struct sfs_meta *m, char *err, size_t errlen);
 void sfs_meta_close(struct sfs_meta *m);
+
+/* The header flags of the metadata dir beneath root_fd, read without
+ * changing anything: 0, -ENOENT without a header, or -errno (a header
+ * sfs_meta_check would refuse is -EUCLEAN). */
+int sfs_meta_read_flags(int root_fd, uint32_t *flags);
+/* Rewrites the header of an open metadata dir with these flags (only
+ * SFS_HDR_KNOWN_FLAGS), crash-safely; m->flags follows. */
+int sfs_meta_set_flags(struct sfs_meta *m, uint32_t flags);
 
 /* The id of a filesystem by UUID; allocates and persists a new one when
  * unknown. Thread-safe. */

@@ -134,6 +134,12 @@ static const struct sfs_problem_desc table[SFS_PR_COUNT] = {
 	   "none: they hold data the rw branch's redirects look for; move them back to the paths the redirects name"),
 	PR(COMMIT_TMP, "a temporary copy of an interrupted commit is left", 1,
 	   "remove it (it never was in the union: .wh..wh. names are hidden)"),
+	/* sync mode */
+	PR(VOLATILE_UNCLEAN, "the branch was mounted with -o sync=volatile and that mount did "
+	   "not end cleanly (the header's volatile flag): after a power cut or a crash what it "
+	   "wrote may be lost or partial, a deleted file back; a mount refuses it", 0,
+	   "none: nothing tells what was lost; throw the branch away, or keep it as it is by "
+	   "mounting it once with -o accept_unclean (which clears the flag)"),
 };
 
 const struct sfs_problem_desc *sfs_problem_desc(enum sfs_problem_code code)

@@ -217,6 +217,7 @@ static size_t random_option(char *b, size_t cap)
 {
 	static const char *const names[] = {
 		"timeout=", "whiteout=", "lowerdir=", "upperdir=", "workdir=", "fsync",
+		"sync=", "volatile", "accept_unclean",
 		"upgrade", "debug", "allow_other", "default_permissions", "ro", "rw",
 		"max_read=", "subtype=", "fsname=", "-f", "-d", "-h", "--help", "-V",
 		"timeout", "whiteout", "", "=", "fsync=1", "nosuid", "dev", "foo",
@@ -225,7 +226,8 @@ static size_t random_option(char *b, size_t cap)
 		"", "0", "1", "-1", "60", "1.5", "1e999", "-1e999", "nan", "-nan", "inf",
 		"0x10", " 5", "5 ", "abc", "1abc", "wh", "overlay", "aufs", "WH", "/tmp",
 		"/tmp:/", "a:b", "a::b", ":", "a\\", "a\\:b", "a\\\\:b", "a=b", "\\", ",",
-		"99999999999999999999", "/nonexistent", ".", "..",
+		"99999999999999999999", "/nonexistent", ".", "..", "normal", "always",
+		"volatile",
 	};
 	size_t len = (size_t)snprintf(b, cap, "%s", PICK(names));
 
