@@ -129,6 +129,24 @@ END {
 		print ""
 	}
 
+	if (("cu_big" SUBSEP "stackfs-volatile") in n) {
+		print "## stackfs sync modes"
+		print ""
+		print "stackfs is the default, `sync=normal`: a copy's data is fsynced before the copy is placed. `sync=volatile` syncs no copy, as the default did before the sync modes (what `normal` costs is the ratio normal/volatile); `sync=always` syncs every change before its reply. The `+ sync` rows are the `sync` right after: what each left for later."
+		print ""
+		print "| workload | normal | volatile | always | normal/volatile | always/volatile |"
+		print "|---|---|---|---|---|---|"
+		for (i = 1; i in order; i++) {
+			key = order[i]
+			if (!((key SUBSEP "stackfs-volatile") in n))
+				continue
+			printf "| %s | %s | %s | %s | %s | %s |\n", label[key], cell(key, "stackfs"), \
+				cell(key, "stackfs-volatile"), cell(key, "stackfs-always"), \
+				rs(ratio(key, "stackfs", "stackfs-volatile")), rs(ratio(key, "stackfs-always", "stackfs-volatile"))
+		}
+		print ""
+	}
+
 	if (nm["bytes_per_inode"]) {
 		print "## stackfs daemon memory"
 		print ""
@@ -197,7 +215,7 @@ END {
 		split(k, kk, SUBSEP)
 		line[kk[1], kk[2]] = 1
 	}
-	split("stackfs overlayfs fuse-overlayfs ext4 stackfs-2 stackfs-16 overlayfs-2 overlayfs-16", sl, " ")
+	split("stackfs overlayfs fuse-overlayfs ext4 stackfs-volatile stackfs-always stackfs-2 stackfs-16 overlayfs-2 overlayfs-16", sl, " ")
 	split("create stat_cold stat_warm list rm seqwrite seqread rand1 rand4 cu_big cu_big_sync cu_small cu_sparse cu_sparse_sync untar br_stat br_list", ol, " ")
 	for (i = 1; i in ol; i++)
 		for (j = 1; j in sl; j++) {

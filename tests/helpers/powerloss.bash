@@ -7,7 +7,8 @@
 # at a time; its work directory is in the test's, so the suite's cleanup
 # finds whatever a killed run left mounted or attached there.
 
-EXPLORE=$SFS_REPO/tests/crash/explore
+# (found from here: SFS_REPO is wrong for the files in tests/stress/)
+EXPLORE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/crash/explore
 
 # pl_require: what the explorer needs.
 pl_require() {
@@ -20,10 +21,9 @@ pl_require() {
 # directory $BATS_TEST_TMPDIR/NAME; its summary lines shown (also for a
 # test that passes); on failure its whole report, then the test fails.
 pl_explore() {
-	local name=$1 out=$BATS_TEST_TMPDIR/$1.out rc
+	local name=$1 out=$BATS_TEST_TMPDIR/$1.out rc=0
 	shift
-	"$EXPLORE" --fs "$SFS_FS" --work "$BATS_TEST_TMPDIR/$name" --keep "$@" >"$out" 2>&1
-	rc=$?
+	"$EXPLORE" --fs "$SFS_FS" --work "$BATS_TEST_TMPDIR/$name" --keep "$@" >"$out" 2>&1 || rc=$?
 	grep '^explore: ' "$out" | sed 's/^/# /' >&3
 	if ((rc != 0)); then
 		cat "$out" >&2
