@@ -99,7 +99,7 @@ int sfs_branch_row(char *line, struct sfs_branch_row *r);
 void sfs_json_branch(FILE *f, const struct sfs_branch_row *r);
 
 /* Sends a request to the daemon serving mount point mp (control channel,
- * stackfs/control.h): 0 with the reply's body (malloc'd), or -errno with
+ * common/control.h): 0 with the reply's body (malloc'd), or -errno with
  * a message naming the mount point and the daemon's reason. */
 int sfs_ctl_call(const char *mp, const char *const *words, char **body,
 		 char *err, size_t errlen);

@@ -1,4 +1,4 @@
-/* The client side of the control channel (protocol: stackfs/control.h). */
+/* The client side of the control channel (protocol: common/control.h). */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "stackfs/control.h"
-#include "stackfs/runtime.h"
+#include "common/control.h"
+#include "common/runtime.h"
 
 /* How long a call may take in all, in ms: STACKFS_CTL_TIMEOUT seconds
  * (for tests and slow machines), else SFS_CLI_CTL_TIMEOUT_S. A daemon

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
-#include "stackfs/runtime.h"
+#include "common/runtime.h"
 #include "union/changes.h"
 
 /* A malformed line (none from a daemon of this version) is left out with

@@ -13,7 +13,7 @@
 
 #include "cli/cli.h"
 #include "cli/progress.h"
-#include "stackfs/runtime.h"
+#include "common/runtime.h"
 #include "union/commit.h"
 #include "whiteout/journal.h"
 #include "whiteout/metadir.h"

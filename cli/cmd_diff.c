@@ -14,10 +14,10 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "stackfs/escape.h"
+#include "common/escape.h"
 #include "cli/progress.h"
-#include "stackfs/branch.h"
-#include "stackfs/runtime.h"
+#include "union/branch_spec.h"
+#include "common/runtime.h"
 #include "union/changes.h"
 #include "whiteout/metadir.h"
 

@@ -16,7 +16,7 @@
 
 #include "cli/cli.h"
 #include "cli/progress.h"
-#include "stackfs/runtime.h"
+#include "common/runtime.h"
 #include "whiteout/fsck.h"
 #include "whiteout/metadir.h"
 

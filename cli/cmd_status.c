@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
-#include "stackfs/escape.h"
+#include "common/escape.h"
 
 /* "last_error\tTIME\tLEVEL\tMESSAGE" as "  2026-12-03T10:11:12+0100
  * warning: MESSAGE", the message as the daemon logged it (one line). */

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "stackfs/runtime.h"
+#include "common/runtime.h"
 
 #define SFS_FSTYPE "fuse.stackfs"
 #define DAEMON_EXIT_TIMEOUT_MS 30000

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "stackfs/runtime.h"
+#include "common/runtime.h"
 
 /* Whether path names the directory st. */
 static bool same_dir(const char *path, const struct stat *st)

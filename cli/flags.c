@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "stackfs/optlist.h"
+#include "common/optlist.h"
 
 #define FLAG_COLUMN 20
 

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "stackfs/runtime.h"
+#include "common/runtime.h"
 
 #define MAX_LINES 20
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "stackfs/escape.h"
+#include "common/escape.h"
 
 /* The length of the UTF-8 sequence at p (1 to 4), or 0 if it is not
  * well-formed: strict, as RFC 3629 says (no overlong forms, no UTF-16

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "stackfs/branch.h"
-#include "stackfs/escape.h"
-#include "stackfs/runtime.h"
+#include "common/escape.h"
+#include "common/runtime.h"
 #include "stackfs/stackfs.h"
 #include "whiteout/journal.h"
 #include "whiteout/metadir.h"

@@ -23,9 +23,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "stackfs/control.h"
-#include "stackfs/escape.h"
-#include "stackfs/runtime.h"
+#include "common/control.h"
+#include "common/escape.h"
+#include "common/runtime.h"
 #include "stackfs/stackfs.h"
 
 static int listen_fd = -1;

@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "stackfs/escape.h"
+#include "common/escape.h"
 #include "stackfs/stackfs.h"
 
 static enum sfs_log_to log_to = SFS_LOG_TO_STDERR;

@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include "common/bio.h"
-#include "stackfs/escape.h"
+#include "common/escape.h"
 #include "stackfs/ops.h"
-#include "stackfs/runtime.h"
+#include "common/runtime.h"
 
 static int root_init(struct sfs_snap *s)
 {

@@ -17,8 +17,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "stackfs/escape.h"
-#include "stackfs/optlist.h"
+#include "common/escape.h"
+#include "common/optlist.h"
 #include "stackfs/stackfs.h"
 
 /* The fuse_opt templates (malloc'd), built from sfs_optlist (optlist.c):

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "stackfs/ops.h"
-#include "stackfs/runtime.h"
+#include "common/runtime.h"
 
 /* Writes KIB to the read_ahead_kb of the mount's backing device. Must run
  * before the INIT reply is sent (the kernel then keeps the smaller of

@@ -457,7 +457,7 @@ outside_names() {
 	ctl_mount
 	# nobody trickles a request, one byte every 2 s, for about 30 s: no
 	# single read waits long, only the server's deadline for the whole
-	# request (2 s, stackfs/control.h) cuts it off
+	# request (2 s, common/control.h) cuts it off
 	setpriv --reuid=nobody --regid=nogroup --clear-groups \
 		"$CTLPROBE" --trickle 2000 --timeout 60 "$SOCK" fill 15 65 >"$BATS_TEST_TMPDIR/slow.out" 2>&1 &
 	local slow=$!

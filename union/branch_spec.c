@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "union/branch_spec.h"
-#include "stackfs/escape.h"
+#include "common/escape.h"
 
 /* A message is one line even when a path holds a newline or an escape
  * sequence, and keeps its reason behind a path of any length (escape.h). */

@@ -20,7 +20,7 @@
  *  - a spec written from known paths and modes, escaped as the README
  *    says, parses back to exactly those paths and modes (round trip);
  *  - a parsed spec, escaped again, parses to the same result;
- *  - the escapes of stackfs/escape.c (control replies, listings,
+ *  - the escapes of common/escape.c (control replies, listings,
  *    messages) on the same input: no control character comes out, with
  *    SFS_ESC_BACKSLASH sfs_unescape gives the input back, a short buffer
  *    gets a prefix cut between escapes, and sfs_msg_fit keeps within its
@@ -33,7 +33,7 @@
 #include <string.h>
 
 #include "union/branch_spec.c"
-#include "stackfs/escape.c"
+#include "common/escape.c"
 
 /* libFuzzer learns of a failed check by a crash */
 #ifdef SFS_LIBFUZZER

@@ -32,10 +32,10 @@
 #include <unistd.h>
 
 #include "stackfs/opts.c"
-#include "stackfs/optlist.c"
-#include "stackfs/foreign.c"
+#include "common/optlist.c"
+#include "common/foreign.c"
 #include "union/branch_spec.c"
-#include "stackfs/escape.c"
+#include "common/escape.c"
 
 /* libFuzzer learns of a failed check by a crash */
 #ifdef SFS_LIBFUZZER

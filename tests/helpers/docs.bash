@@ -1,7 +1,7 @@
 # Reading the options out of the help, the man pages and the README, to
 # check them against each other (tests/98-docs.bats, tests/00-cli.bats).
 # The help is the reference: it prints the tables the commands and the
-# daemon accept their options from (stackfs/optlist.c, cli/*.c).
+# daemon accept their options from (common/optlist.c, cli/*.c).
 
 # help_flags CMD [SUB]: the options `stackfs CMD --help` lists for CMD
 # (or for its subcommand SUB), one a line: "--json", "-o".

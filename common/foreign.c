@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "stackfs/optlist.h"
+#include "common/optlist.h"
 
 struct foreign {
 	const char *name;   /* the option's name; ending in '.': a family (func.*) */

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "stackfs/optlist.h"
+#include "common/optlist.h"
 
 #define OURS(t, k, a, h) { t, SFS_OPTK_##k, SFS_OPTG_STACKFS, a, h }
 #define OVL(t, k, a, h)  { t, SFS_OPTK_##k, SFS_OPTG_OVERLAY, a, h }

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stackfs/escape.h"
+#include "common/escape.h"
 
 static int needs_escape(unsigned char c, int flags)
 {

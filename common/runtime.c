@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "common/bio.h"
-#include "stackfs/runtime.h"
+#include "common/runtime.h"
 #include "whiteout/metadir.h"
 
 /* What sfs_runtime_publish made, for sfs_runtime_unpublish. */
