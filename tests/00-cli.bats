@@ -4,6 +4,11 @@
 
 load helpers/common
 
+# nothing here depends on the branches' filesystem
+setup() {
+	sfs_once_per_suite
+}
+
 setup_file() {
 	sfs_require_build
 }

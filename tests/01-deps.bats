@@ -13,6 +13,7 @@ load helpers/common
 NOT_COMMANDS=" as size view write who dir "
 
 setup() {
+	sfs_once_per_suite
 	sfs_require_cmd dpkg dpkg-query
 }
 
@@ -32,25 +33,55 @@ commands() {
 }
 
 # external FILE...: those of commands that are programs on this system
-# (not the shell's keywords and builtins, not functions: `type -P` of the system PATH), sorted.
+# (not the shell's keywords and builtins: found as a file in the system
+# PATH), sorted. No fork per word: there are hundreds.
 external() {
-	local c
+	local c d builtins
+	builtins=" $(compgen -b -k | tr '\n' ' ') "
 	commands "$@" | grep -E '^[a-z][a-z0-9._+-]*$' | sort -u | while read -r c; do
-		[[ $NOT_COMMANDS == *" $c "* ]] && continue
-		[[ $(type -t "$c") == @(keyword|builtin) ]] && continue
-		PATH=/usr/sbin:/usr/bin:/sbin:/bin type -P "$c" >/dev/null && echo "$c"
+		[[ $NOT_COMMANDS == *" $c "* || $builtins == *" $c "* ]] && continue
+		for d in /usr/sbin /usr/bin /sbin /bin; do
+			if [[ -f $d/$c && -x $d/$c ]]; then
+				echo "$c"
+				break
+			fi
+		done
 	done
 }
 
-# package CMD: the package that ships the program CMD (usr-merged paths
-# and alternatives followed).
-package() {
-	local p f
-	p=$(PATH=/usr/sbin:/usr/bin:/sbin:/bin type -P "$1")
-	for f in "$p" "$(realpath "$p")" "/bin/$1" "/sbin/$1" "/usr/bin/$1" "/usr/sbin/$1"; do
-		dpkg -S "$f" 2>/dev/null | grep -v '^diversion' | sed -n '1s/:.*//p' | grep . && return 0
+# packages CMD...: "CMD PACKAGE" for each program CMD that a package
+# ships (usr-merged paths and alternatives followed: the first of its
+# paths a package owns). One dpkg -S for all: it reads the whole package
+# database at each call, and a call per command took most of a minute.
+packages() {
+	local c p d f line pkg paths=() real=()
+	local -A owner=() cands=()
+	for c in "$@"; do
+		for d in /usr/sbin /usr/bin /sbin /bin; do
+			[[ -f $d/$c && -x $d/$c ]] && break
+		done
+		paths+=("$d/$c")
 	done
-	return 1
+	mapfile -t real < <(realpath -m "${paths[@]}")
+	for ((p = 0; p < $#; p++)); do
+		c=${paths[p]##*/}
+		cands[$c]="${paths[p]} ${real[p]} /bin/$c /sbin/$c /usr/bin/$c /usr/sbin/$c"
+	done
+	# shellcheck disable=SC2086  # the paths hold no blanks
+	while IFS= read -r line; do
+		[[ $line == diversion* ]] && continue
+		pkg=${line%%:*}
+		f=${line#*: }
+		[[ -n ${owner[$f]:-} ]] || owner[$f]=$pkg
+	done < <(dpkg -S ${cands[*]} 2>/dev/null)
+	for c in "$@"; do
+		for f in ${cands[$c]}; do
+			if [[ -n ${owner[$f]:-} ]]; then
+				echo "$c ${owner[$f]}"
+				break
+			fi
+		done
+	done
 }
 
 # allowed DEPS_ARGS...: the packages deps.sh with DEPS_ARGS names, their
@@ -69,15 +100,21 @@ allowed() {
 # FILEs whose package is not in allowed DEPS_ARGS, or when fewer than MIN
 # commands were found.
 check_provided() {
-	local args=$1 min=$2 ok c p bad=() n=0
+	local args=$1 min=$2 ok c p bad=() n=0 cmds=()
+	local -A owned=()
 	shift 2
 	# shellcheck disable=SC2086  # the deps.sh arguments
 	ok=" $(allowed $args | sort -u | tr '\n' ' ') "
-	while read -r c; do
+	mapfile -t cmds < <(external "$@")
+	while read -r c p; do
+		owned[$c]=$p
+	done < <(packages "${cmds[@]}")
+	for c in "${cmds[@]}"; do
 		n=$((n + 1))
-		p=$(package "$c") || { bad+=("$c (no package ships it)"); continue; }
+		p=${owned[$c]:-}
+		[[ -n $p ]] || { bad+=("$c (no package ships it)"); continue; }
 		[[ $ok == *" $p "* ]] || bad+=("$c (package $p)")
-	done < <(external "$@")
+	done
 	((n >= min)) || fail "only $n commands found in $*: the extraction is broken"
 	((${#bad[@]} == 0)) || fail "not installed by scripts/deps.sh $args: ${bad[*]}"
 }

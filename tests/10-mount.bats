@@ -43,10 +43,9 @@ refused() {
 # no stackfsd naming this test's directories is still running
 no_daemon_left() {
 	local p left=
-	for p in /proc/[0-9]*; do
-		[[ $(readlink "$p/exe" 2>/dev/null) == */stackfsd* ]] || continue
-		sfs_alive "${p#/proc/}" || continue
-		tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -e "$T" -e "$MNT" && left+=" ${p#/proc/}"
+	for p in $(sfs_stackfsd_pids); do
+		sfs_alive "$p" || continue
+		tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -qF -e "$T" -e "$MNT" && left+=" $p"
 	done
 	[[ -z $left ]] || fail "a refused mount left daemons running:$left"
 }

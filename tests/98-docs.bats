@@ -13,6 +13,11 @@ MAN1=$SFS_REPO/cli/man/stackfs.1
 MAN8=$SFS_REPO/cli/man/stackfs.8
 COMPLETION=$SFS_REPO/cli/completion/stackfs.bash
 
+# nothing here depends on the branches' filesystem
+setup() {
+	sfs_once_per_suite
+}
+
 setup_file() {
 	sfs_setup_file 1
 }
@@ -126,6 +131,7 @@ complete_line() {
 		-*) continue ;;
 		log=) arg=log=/var/log/x.log ;;
 		whiteout=) arg=whiteout=overlay ;;
+		sync=) arg=sync=always ;;
 		subtype=) arg=subtype=stackfs ;;
 		lowerdir=) arg=lowerdir=/a ;;
 		*=) arg=${o}1 ;;
@@ -156,6 +162,7 @@ complete_line() {
 		# keeps the daemon's stderr: tested in 12-log
 		log=) arg=log=$BATS_TEST_TMPDIR/daemon.log ;;
 		whiteout=) arg=whiteout=overlay ;;
+		sync=) arg=sync=normal ;;
 		timeout=) arg=timeout=0.5 ;;
 		readahead=) arg=readahead=256 ;;
 		subtype=) arg=subtype=stackfs ;;

@@ -18,10 +18,9 @@ load helpers/common
 
 @test "no stackfsd daemon started by this run is still running" {
 	local p leftover=
-	for p in /proc/[0-9]*; do
-		[[ $(readlink "$p/exe" 2>/dev/null) == */stackfsd* ]] || continue
-		if tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF "$BATS_RUN_TMPDIR/"; then
-			leftover+="${p#/proc/}: $(tr '\0' ' ' <"$p/cmdline")"$'\n'
+	for p in $(sfs_stackfsd_pids); do
+		if tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -qF "$BATS_RUN_TMPDIR/"; then
+			leftover+="$p: $(tr '\0' ' ' <"/proc/$p/cmdline")"$'\n'
 		fi
 	done
 	[[ -z $leftover ]] || fail "daemons left running: $leftover"

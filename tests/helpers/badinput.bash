@@ -67,11 +67,10 @@ bad_message() {
 # No stackfsd whose command line names this test's directories runs.
 bad_no_daemon_left() {
 	local p left=
-	for p in /proc/[0-9]*; do
-		[[ $(readlink "$p/exe" 2>/dev/null) == */stackfsd* ]] || continue
-		sfs_alive "${p#/proc/}" || continue
-		tr '\0' '\n' <"$p/cmdline" 2>/dev/null | grep -qF -e "$T" -e "$BATS_TEST_TMPDIR" &&
-			left+=" ${p#/proc/}"
+	for p in $(sfs_stackfsd_pids); do
+		sfs_alive "$p" || continue
+		tr '\0' '\n' <"/proc/$p/cmdline" 2>/dev/null | grep -qF -e "$T" -e "$BATS_TEST_TMPDIR" &&
+			left+=" $p"
 	done
 	[[ -z $left ]] || fail "a refused mount left daemons running:$left"
 }

@@ -46,6 +46,15 @@ sfs_require_tool() {
 	done
 }
 
+# For a test that does not touch a branch's filesystem (command lines,
+# option parsing, the control protocol, the docs): run once per suite, on
+# its first filesystem (tests/run sets SFS_SUITE_FIRST_FS), skipped with
+# the reason on the others. Run by hand (no SFS_SUITE_FIRST_FS) it runs.
+sfs_once_per_suite() {
+	[[ -z ${SFS_SUITE_FIRST_FS:-} || ${SFS_FS:-} == "$SFS_SUITE_FIRST_FS" ]] ||
+		skip "does not depend on the branches' filesystem: run on $SFS_SUITE_FIRST_FS"
+}
+
 # Skips the test when a program is missing; names it.
 sfs_require_cmd() {
 	local c
@@ -215,16 +224,22 @@ sfs_daemon_pid() {
 		fi
 	fi
 	# fallback: a stackfsd process whose command line names the mount point
-	for p in /proc/[0-9]*; do
-		[[ $(readlink "$p/exe" 2>/dev/null) == */stackfsd* ]] || continue
-		sfs_alive "${p#/proc/}" || continue
-		cmd=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)
+	for p in $(sfs_stackfsd_pids); do
+		sfs_alive "$p" || continue
+		cmd=$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)
 		if [[ " $cmd " == *" $mp "* || " $cmd " == *" $(realpath -m "$mp") "* ]]; then
-			echo "${p#/proc/}"
+			echo "$p"
 			return 0
 		fi
 	done
 	return 0
+}
+
+# The pids of the running stackfsd processes (an ASan build's too): one
+# pgrep by name, not a readlink of every /proc/PID/exe (a fork per
+# process: seconds per test on a busy machine).
+sfs_stackfsd_pids() {
+	pgrep '^stackfsd' 2>/dev/null || true
 }
 
 # sfs_mount BRANCHES MP [OPTS]: mounts with the real CLI (no -f), records
@@ -252,7 +267,8 @@ sfs_mount() {
 sfs_alive() {
 	local stat
 	[[ -n $1 ]] || return 1
-	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	# read, not $(cat): a fork costs tens of ms on a busy machine
+	{ read -r stat <"/proc/$1/stat"; } 2>/dev/null || return 1
 	stat=${stat##*) }
 	[[ ${stat%% *} != Z ]]
 }

@@ -1,5 +1,5 @@
 /* ctlprobe: sends raw bytes to a stackfs control socket (protocol:
- * stackfs/control.h) and prints what comes back, for the bad-input and
+ * common/control.h) and prints what comes back, for the bad-input and
  * security tests. Unlike cli/client.c it sends anything: malformed,
  * oversized or binary requests, slowly or not at all.
  *
