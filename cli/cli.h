@@ -130,6 +130,11 @@ void sfs_cli_flags_help(const struct sfs_cmd *cmd);
  * to a "--") is in cmd's table; else a usage error naming the first
  * that is not, and cmd's usage exit code. */
 int sfs_cli_check_flags(const struct sfs_cmd *cmd, int argc, char **argv);
+/* flags.c: the arguments "[--json] MOUNTPOINT" of argv[1..argc) (status,
+ * branch list) into *json and *mp: 0, or a usage error of cmd, its
+ * message after `what` ("" or "list: "). */
+int sfs_cli_mp_args(const struct sfs_cmd *cmd, const char *what, int argc, char **argv,
+		    bool *json, const char **mp);
 /* A usage error of cmd: "stackfs: NAME: MSG" and the usage line on
  * stderr. Returns SFS_EXIT_USAGE. */
 int sfs_cli_usage_error(const struct sfs_cmd *cmd, const char *fmt, ...)

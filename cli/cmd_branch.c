@@ -67,16 +67,9 @@ static int do_list(int argc, char **argv)
 	char *body = NULL;
 	int ret;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			json = true;
-		else if (!mp && argv[i][0] != '-')
-			mp = argv[i];
-		else
-			return sfs_cli_usage_error(&sfs_cmd_branch, "list: unexpected '%s'", argv[i]);
-	}
-	if (!mp)
-		return sfs_cli_usage_error(&sfs_cmd_branch, "list: missing MOUNTPOINT");
+	ret = sfs_cli_mp_args(&sfs_cmd_branch, "list: ", argc, argv, &json, &mp);
+	if (ret)
+		return ret;
 	ret = call(mp, w, &body);
 	if (ret == SFS_EXIT_OK)
 		print_list(body, json);

@@ -194,16 +194,9 @@ static int run(int argc, char **argv)
 	char err[600], *body = NULL;
 	int ret;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			json = true;
-		else if (!mp && argv[i][0] != '-')
-			mp = argv[i];
-		else
-			return sfs_cli_usage_error(&sfs_cmd_status, "unexpected '%s'", argv[i]);
-	}
-	if (!mp)
-		return sfs_cli_usage_error(&sfs_cmd_status, "missing MOUNTPOINT");
+	ret = sfs_cli_mp_args(&sfs_cmd_status, "", argc, argv, &json, &mp);
+	if (ret)
+		return ret;
 	ret = sfs_ctl_call(mp, w, &body, err, sizeof(err));
 	if (ret < 0) {
 		sfs_cli_ctl_error("status", NULL, err, ret);

@@ -155,3 +155,19 @@ int sfs_cli_check_flags(const struct sfs_cmd *cmd, int argc, char **argv)
 	}
 	return 0;
 }
+
+int sfs_cli_mp_args(const struct sfs_cmd *cmd, const char *what, int argc, char **argv,
+		    bool *json, const char **mp)
+{
+	*json = false;
+	*mp = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			*json = true;
+		else if (!*mp && argv[i][0] != '-')
+			*mp = argv[i];
+		else
+			return sfs_cli_usage_error(cmd, "%sunexpected '%s'", what, argv[i]);
+	}
+	return *mp ? 0 : sfs_cli_usage_error(cmd, "%smissing MOUNTPOINT", what);
+}

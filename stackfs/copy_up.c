@@ -649,33 +649,57 @@ out:
 	return ret;
 }
 
+/* Where a node's copy-up goes: its parent and name now, and the highest
+ * rw branch of the parent's snapshot (held by hold). */
+struct cu_where {
+	struct sfs_node *parent;
+	char *name;
+	struct sfs_stack *hold;
+	struct sfs_branch *tb;
+};
+
+/* Releases what where_begin took. */
+static void where_end(struct cu_where *w)
+{
+	sfs_stack_put(w->hold);
+	sfs_node_unref(w->parent);
+	free(w->name);
+}
+
+/* 0 with w filled (where_end releases it), or -errno with nothing held. */
+static int where_begin(struct sfs_node *n, struct cu_where *w)
+{
+	int ret = node_where(n, &w->parent, &w->name);
+
+	if (ret < 0)
+		return ret;
+	ret = target_of(w->parent, &w->hold, &w->tb);
+	if (ret < 0)
+		where_end(w);
+	return ret;
+}
+
 /* Copies a non-directory up into the highest rw branch of its parent's
  * snapshot. */
 static int copy_up_file(struct sfs_node *n, bool nodata)
 {
-	struct sfs_stack *st, *pst = NULL, *hold = NULL;
-	struct sfs_node *parent;
-	struct sfs_branch *tb;
-	char *name;
-	int ret = node_where(n, &parent, &name);
+	struct sfs_stack *st, *pst = NULL;
+	struct cu_where w;
+	int ret = where_begin(n, &w);
 
 	if (ret < 0)
 		return ret;
-	ret = target_of(parent, &hold, &tb);
-	if (ret == 0)
-		ret = sfs_dir_ensure_layer(parent, tb, &pst);
+	ret = sfs_dir_ensure_layer(w.parent, w.tb, &pst);
 	if (ret == 0) {
 		pthread_mutex_lock(cu_lock_of(n));
 		st = sfs_node_stack(n);
 		if (!sfs_stack_writable(st))
-			ret = copy_file_into(n, st, pst, parent, tb, name, nodata);
+			ret = copy_file_into(n, st, pst, w.parent, w.tb, w.name, nodata);
 		sfs_stack_put(st);
 		pthread_mutex_unlock(cu_lock_of(n));
 		sfs_stack_put(pst);
 	}
-	sfs_stack_put(hold);
-	sfs_node_unref(parent);
-	free(name);
+	where_end(&w);
 	return ret;
 }
 
@@ -683,22 +707,16 @@ static int copy_up_file(struct sfs_node *n, bool nodata)
  * snapshot. */
 static int copy_up_dir(struct sfs_node *n)
 {
-	struct sfs_stack *st = NULL, *hold = NULL;
-	struct sfs_node *parent;
-	struct sfs_branch *tb;
-	char *name;
-	int ret = node_where(n, &parent, &name);
+	struct sfs_stack *st = NULL;
+	struct cu_where w;
+	int ret = where_begin(n, &w);
 
 	if (ret < 0)
 		return ret;
-	ret = target_of(parent, &hold, &tb);
-	if (ret == 0)
-		ret = sfs_dir_ensure_layer(n, tb, &st);
+	ret = sfs_dir_ensure_layer(n, w.tb, &st);
 	if (st)
 		sfs_stack_put(st);
-	sfs_stack_put(hold);
-	sfs_node_unref(parent);
-	free(name);
+	where_end(&w);
 	return ret;
 }
 

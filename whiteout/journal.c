@@ -80,6 +80,25 @@ static int jbad(char *err, size_t errlen, const char *what, const char *detail)
 	return -EUCLEAN;
 }
 
+/* The envelope the journal and the marker share: at least head + 4
+ * bytes, the magic, the CRC32C of all but its last 4 bytes, the version. */
+static int jenvelope(const uint8_t *b, size_t len, size_t head, const char *magic,
+		     const char *what, char *err, size_t errlen)
+{
+	if (len < head + 4)
+		return jbad(err, errlen, what, "truncated");
+	if (memcmp(b, magic, 8))
+		return jbad(err, errlen, what, "bad magic");
+	if (jget32(b + len - 4) != sfs_crc32c(0, b, len - 4))
+		return jbad(err, errlen, what, "checksum mismatch");
+	if (jget32(b + 8) != JNL_VERSION) {
+		snprintf(err, errlen, "%s has format version %u (this stackfs knows %u)", what,
+			 jget32(b + 8), JNL_VERSION);
+		return -EPROTONOSUPPORT;
+	}
+	return 0;
+}
+
 int sfs_jnl_encode(const struct sfs_journal *j, uint8_t **buf, size_t *len)
 {
 	size_t ll = strlen(j->lower), sl = strlen(j->stage), n = JNL_HEAD + ll + sl + 4;
@@ -180,17 +199,9 @@ int sfs_jnl_parse(const void *buf, size_t len, struct sfs_journal *j, char *err,
 	int ret;
 
 	memset(j, 0, sizeof(*j));
-	if (len < JNL_HEAD + 4)
-		return jbad(err, errlen, what, "truncated");
-	if (memcmp(b, JNL_MAGIC, 8))
-		return jbad(err, errlen, what, "bad magic");
-	if (jget32(b + len - 4) != sfs_crc32c(0, b, len - 4))
-		return jbad(err, errlen, what, "checksum mismatch");
-	if (jget32(b + 8) != JNL_VERSION) {
-		snprintf(err, errlen, "%s has format version %u (this stackfs knows %u)", what,
-			 jget32(b + 8), JNL_VERSION);
-		return -EPROTONOSUPPORT;
-	}
+	ret = jenvelope(b, len, JNL_HEAD, JNL_MAGIC, what, err, errlen);
+	if (ret < 0)
+		return ret;
 	j->phase = jget32(b + 12);
 	j->flags = jget32(b + 16);
 	j->pid = jget32(b + 20);
@@ -250,19 +261,12 @@ int sfs_jmark_parse(const void *buf, size_t len, struct sfs_jnl_mark *m, char *e
 	const char *what = SFS_METADIR_NAME "/" SFS_META_COMMIT_FROM;
 	const uint8_t *b = buf;
 	size_t pl;
+	int ret;
 
 	memset(m, 0, sizeof(*m));
-	if (len < MARK_HEAD + 4)
-		return jbad(err, errlen, what, "truncated");
-	if (memcmp(b, MARK_MAGIC, 8))
-		return jbad(err, errlen, what, "bad magic");
-	if (jget32(b + len - 4) != sfs_crc32c(0, b, len - 4))
-		return jbad(err, errlen, what, "checksum mismatch");
-	if (jget32(b + 8) != JNL_VERSION) {
-		snprintf(err, errlen, "%s has format version %u (this stackfs knows %u)", what,
-			 jget32(b + 8), JNL_VERSION);
-		return -EPROTONOSUPPORT;
-	}
+	ret = jenvelope(b, len, MARK_HEAD, MARK_MAGIC, what, err, errlen);
+	if (ret < 0)
+		return ret;
 	pl = jget16(b + 12);
 	if (jget16(b + 14) || len != MARK_HEAD + pl + 4 || !path_ok((const char *)b + MARK_HEAD, pl))
 		return jbad(err, errlen, what, "the rw branch's path is not valid");
