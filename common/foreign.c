@@ -5,7 +5,7 @@
  * there, or which of its options does it.
  *
  * To change: an option stackfs comes to accept (overlayfs's metacopy=,
- * userxattr, index=, xino=, redirect_dir=, volatile... are planned) moves
+ * userxattr, index=, xino=, redirect_dir=... are planned) moves
  * from here to optlist.c; the parser looks here only for options that
  * table does not have, so a leftover entry is dead, never wrong. */
 #include <stdio.h>
@@ -122,8 +122,9 @@ static const struct foreign foreign[] = {
 	{ "ino32_t", "fuse-overlayfs", INO_HINT },
 	{ "plugins", "fuse-overlayfs", "is not supported" },
 	{ "threaded", "fuse-overlayfs", THREADS_HINT },
-	{ "fsync", "fuse-overlayfs", "with a value (fsync=0|1) is the flag fsync in "
-	  "stackfs: given, copy-ups are fsynced; left out, they are not" },
+	{ "fsync", "fuse-overlayfs", "with a value (fsync=0|1) is sync= in stackfs: "
+	  "fsync=0 is sync=volatile, fsync=1 the default sync=normal (sync=always "
+	  "syncs every change)" },
 	{ "writeback", "fuse-overlayfs", "with a value (writeback=0|1) is the flag "
 	  "writeback in stackfs" },
 	{ "xattr_permissions", "fuse-overlayfs", "is not supported: xattrs pass through "
@@ -139,8 +140,6 @@ static const struct foreign foreign[] = {
 	  "the same across copy-up and remount" },
 	{ "redirect_dir", "overlayfs", LATER "leave it out: a renamed directory with "
 	  "lower content always gets a redirect record (overlayfs's with whiteout=overlay)" },
-	{ "volatile", "overlayfs", LATER "leave it out: copy-ups are not synced unless "
-	  "the flag fsync is given" },
 	{ "uuid", "overlayfs", LATER "leave it out: branches are told apart by their "
 	  "registry of ids" },
 	{ "nfs_export", "overlayfs", "is not supported: a view cannot be exported over NFS" },

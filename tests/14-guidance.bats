@@ -165,13 +165,12 @@ minfreespace=4G,mergerfs,whatever its free space
 use_ino,mergerfs,inode numbers
 kernel_cache,libfuse,high-level API option
 uidmapping=0:1000:1,fuse-overlayfs,owners
-fsync=0,fuse-overlayfs,the flag fsync
+fsync=0,fuse-overlayfs,fsync=0 is sync=volatile
 metacopy=on,overlayfs,not accepted yet
 userxattr,overlayfs,not accepted yet
 index=off,overlayfs,not accepted yet
 xino=auto,overlayfs,not accepted yet
 redirect_dir=on,overlayfs,not accepted yet
-volatile,overlayfs,not accepted yet
 EOF
 	run -2 --separate-stderr "$SFS" mount -o frobnicate "$UP:$LO" "$MNT"
 	[[ $stderr == "stackfs: unknown option 'frobnicate' (stackfs mount --help lists the options)" ]] ||
