@@ -136,6 +136,15 @@ static int look(struct res *r, const struct sfs_ulayer *dl, const char *name, bo
 	 * parent has no layers below */
 	if (!S_ISDIR(st.st_mode) || dl->b + 1 >= v->n)
 		return 0;
+	/* OCI: a ".wh.NAME" beside the directory NAME in one layer deletes
+	 * what the layers below hold; NAME is this layer's alone, as if
+	 * opaque (an interrupted rmdir or mkdir leaves the same pair, and
+	 * means the same) */
+	ret = sfs_wh_has_aufs(dl->fd, name);
+	if (ret != 0) {
+		r->e->opaque |= ret > 0 && r->e->n == 1;
+		return ret < 0 ? ret : 0;
+	}
 	ret = marks(r, fd, dl->b);
 	return below || ret < 0 ? ret : 0;
 }

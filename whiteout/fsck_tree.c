@@ -178,6 +178,24 @@ static void check_xattrs(struct fsck *f, int dfd, const char *name, const char *
 		check_origin(f, dfd, name, path);
 }
 
+/* Removes the whiteout `name` beside the entry `target` it names, the
+ * view unchanged: a directory beside its whiteout is the layer's alone
+ * (union/resolve.c, the OCI rule), so it is made opaque first. */
+static int remove_beside(int dfd, const char *name, const char *target, bool dir)
+{
+	int fd, ret = 0;
+
+	if (dir) {
+		fd = sfs_do_open(dfd, target, O_PATH | O_DIRECTORY, 0);
+		ret = fd < 0 ? fd : sfs_wh_set_opaque(fd, SFS_WH_AUFS);
+		if (fd >= 0)
+			close(fd);
+	}
+	if (ret == 0 && sfs_do_unlinkat(dfd, name, 0) < 0)
+		ret = -errno;
+	return ret;
+}
+
 /* An aufs whiteout .wh.X (or a .wh..wh. name) in a directory. */
 static void check_aufs_name(struct fsck *f, int dfd, const char *name, const char *path,
 			    const struct stat *st, const struct lower_fds *lf)
@@ -242,7 +260,8 @@ static void check_aufs_name(struct fsck *f, int dfd, const char *name, const cha
 	if (ret == 0 || ret == -EXDEV) {
 		p = sfs_fsck_found(f, SFS_PR_WH_BESIDE, true, path, NULL);
 		if (p)
-			sfs_fsck_done(f, p, sfs_do_unlinkat(dfd, name, 0) < 0 ? -errno : 0);
+			sfs_fsck_done(f, p, remove_beside(dfd, name, target, ret == 0 &&
+							   S_ISDIR(tst.st_mode)));
 		return;
 	}
 	has = sfs_fsck_lower_has(lf, target);

@@ -105,8 +105,10 @@ static const struct sfs_problem_desc table[SFS_PR_COUNT] = {
 	   "remove the record (its inode number could be reused by a new lower file)"),
 	PR(WH_NOTHING, "a whiteout hides nothing in the lower branches", 1,
 	   "remove it (the view does not change)"),
-	PR(WH_BESIDE, "a whiteout is beside the entry it would hide (an interrupted removal)", 1,
-	   "remove the whiteout (the entry is what the union shows)"),
+	PR(WH_BESIDE, "a whiteout is beside the entry it would hide (an interrupted removal, "
+	   "or an OCI layer's deletion of what lies below)", 1,
+	   "remove the whiteout (the entry is what the union shows; a directory is "
+	   "made opaque first, as a whiteout beside it says)"),
 	PR(WH_EMPTY_DIR, "a .wh. name is an empty directory, not an empty file", 1,
 	   "replace it with an empty file (it hides the same name)"),
 	PR(WH_BAD_TYPE, "a .wh. name is not an empty regular file", 0,
