@@ -81,11 +81,11 @@ static uint64_t entry_ino(const struct merge *m, int dirfd, unsigned bidx,
  * whiteout hides the name in the layers below (in a single layer it
  * hides nothing, but is not shown either); an entry shows unless a
  * layer above hid or showed it already. */
-static int merge_entry(struct merge *m, int dirfd, unsigned bidx, bool is_root,
+static int merge_entry(struct merge *m, int dirfd, unsigned bidx, unsigned dirflags,
 		       const char *name, ino_t real_ino, unsigned char type)
 {
 	const char *hides;
-	int kind = sfs_u_dirent(dirfd, name, type, is_root, &hides);
+	int kind = sfs_u_dirent(dirfd, name, type, dirflags, &hides);
 	int ret;
 
 	if (kind < 0 || kind == SFS_U_SKIP)
@@ -107,6 +107,9 @@ static int read_layer(struct merge *m, const struct sfs_layer *l, bool is_root)
 	long nread;
 	int ret = 0;
 
+	unsigned dirflags = (is_root ? SFS_U_AT_ROOT : 0) |
+			    (sfs_wh_dir_has_xwhiteouts(l->fd) ? SFS_U_XWHITEOUTS : 0);
+
 	if (fd < 0)
 		return fd;
 	while (ret == 0 && (nread = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
@@ -114,7 +117,7 @@ static int read_layer(struct merge *m, const struct sfs_layer *l, bool is_root)
 			struct dirent64 *d = (struct dirent64 *)(buf + pos);
 
 			pos += d->d_reclen;
-			ret = merge_entry(m, fd, l->bidx, is_root, d->d_name, d->d_ino, d->d_type);
+			ret = merge_entry(m, fd, l->bidx, dirflags, d->d_name, d->d_ino, d->d_type);
 		}
 	}
 	if (ret == 0 && nread < 0)

@@ -12,23 +12,25 @@
 #include "whiteout/whiteout.h"
 
 /* An overlayfs whiteout: a 0:0 character device that is not marked as a
- * real one. Only a DT_CHR or DT_UNKNOWN entry is looked at. */
-static int chr_whiteout(int dirfd, const char *name, unsigned char type)
+ * real one, or (in a directory marked for them) an xattr whiteout. Only
+ * the types that can be one are looked at. */
+static int ovl_whiteout(int dirfd, const char *name, unsigned char type, bool xwh)
 {
 	struct stat st;
 	int ret;
 
-	if (type != DT_CHR && type != DT_UNKNOWN)
+	if (type != DT_CHR && type != DT_UNKNOWN && !(xwh && type == DT_REG))
 		return 0;
 	ret = sfs_do_stat(dirfd, name, &st);
 	if (ret == -EXDEV)
 		return 0; /* a mount point: listed, its lookup refused */
 	if (ret < 0)
 		return ret;
-	return sfs_wh_is_dev_whiteout(dirfd, name, &st);
+	return sfs_wh_is_dev_whiteout(dirfd, name, &st) ||
+	       (xwh && sfs_wh_is_xwhiteout(dirfd, name, &st));
 }
 
-int sfs_u_dirent(int dirfd, const char *name, unsigned char type, bool at_root,
+int sfs_u_dirent(int dirfd, const char *name, unsigned char type, unsigned dirflags,
 		 const char **hides)
 {
 	int ret;
@@ -36,7 +38,7 @@ int sfs_u_dirent(int dirfd, const char *name, unsigned char type, bool at_root,
 	*hides = NULL;
 	if (name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2])))
 		return SFS_U_SKIP;
-	if (at_root && !strcmp(name, SFS_METADIR_NAME))
+	if ((dirflags & SFS_U_AT_ROOT) && !strcmp(name, SFS_METADIR_NAME))
 		return SFS_U_SKIP;
 	if (sfs_wh_reserved_name(name)) {
 		if (!strncmp(name, ".wh..wh.", 8))
@@ -44,7 +46,7 @@ int sfs_u_dirent(int dirfd, const char *name, unsigned char type, bool at_root,
 		*hides = name + SFS_WH_PREFIX_LEN;
 		return SFS_U_WHITEOUT;
 	}
-	ret = chr_whiteout(dirfd, name, type);
+	ret = ovl_whiteout(dirfd, name, type, dirflags & SFS_U_XWHITEOUTS);
 	if (ret == -ENOENT)
 		return SFS_U_SKIP; /* gone since the listing: nothing to show */
 	if (ret < 0)

@@ -552,6 +552,7 @@ static int layer_names(const struct sfs_ch_layer *l, char ***v, size_t *n, size_
 	int fd = sfs_do_open(l->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
 	DIR *d = fd < 0 ? NULL : fdopendir(fd);
 	struct dirent *e;
+	unsigned dirflags;
 	int ret = 0;
 
 	if (!d) {
@@ -560,10 +561,12 @@ static int layer_names(const struct sfs_ch_layer *l, char ***v, size_t *n, size_
 			close(fd);
 		return ret;
 	}
+	dirflags = (!l->path[0] ? SFS_U_AT_ROOT : 0) |
+		   (sfs_wh_dir_has_xwhiteouts(l->fd) ? SFS_U_XWHITEOUTS : 0);
 	errno = 0;
 	while (ret == 0 && (e = readdir(d))) {
 		const char *hides;
-		int kind = sfs_u_dirent(fd, e->d_name, e->d_type, !l->path[0], &hides);
+		int kind = sfs_u_dirent(fd, e->d_name, e->d_type, dirflags, &hides);
 
 		if (kind < 0)
 			ret = kind;

@@ -91,12 +91,15 @@ static int marks(struct res *r, int fd, unsigned b)
 	return 0;
 }
 
-/* An entry that does not count: a 0:0 device (overlay whiteout), a
+/* An entry that does not count: an overlay whiteout (a 0:0 device, or
+ * an xattr whiteout in a directory dirfd marked for them), a
  * non-directory under a directory, or past the layer limit. */
-static bool stops(const struct sfs_uentry *e, int fd, const struct stat *st)
+static bool stops(const struct sfs_uentry *e, int dirfd, int fd, const struct stat *st)
 {
 	return sfs_wh_is_dev_whiteout(fd, "", st) || (e->n > 0 && !S_ISDIR(st->st_mode)) ||
-	       e->n == SFS_U_MAX_LAYERS;
+	       e->n == SFS_U_MAX_LAYERS ||
+	       (S_ISREG(st->st_mode) && st->st_size == 0 && sfs_wh_dir_has_xwhiteouts(dirfd) &&
+		sfs_wh_is_xwhiteout(fd, "", st));
 }
 
 /* Looks at one layer: 1 to go on to the layer below, 0 to stop, or
@@ -122,7 +125,7 @@ static int look(struct res *r, const struct sfs_ulayer *dl, const char *name, bo
 	ret = sfs_do_fstat(fd, &st);
 	if (ret == 0 && v->met)
 		ret = v->met(v->arg, dl, fd, &st, name, 0);
-	if (ret < 0 || stops(r->e, fd, &st)) {
+	if (ret < 0 || stops(r->e, dl->fd, fd, &st)) {
 		close(fd);
 		return ret < 0 ? ret : 0;
 	}

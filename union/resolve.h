@@ -87,10 +87,14 @@ enum sfs_u_kind {
 	SFS_U_ENTRY,                   /* an entry (a mount point too: listed,
 					* its lookup refused) */
 };
+/* How the layer directory being read is: */
+#define SFS_U_AT_ROOT 1u              /* a branch root (its metadata dir hidden) */
+#define SFS_U_XWHITEOUTS 2u           /* marked to hold xattr whiteouts
+				       * (sfs_wh_dir_has_xwhiteouts) */
 /* What name, read from the directory dirfd of a layer with d_type type,
  * is to a merged listing; *hides is set for a whiteout (a pointer into
  * name). -errno when it cannot be told. */
-int sfs_u_dirent(int dirfd, const char *name, unsigned char type, bool at_root,
+int sfs_u_dirent(int dirfd, const char *name, unsigned char type, unsigned dirflags,
 		 const char **hides);
 
 #endif

@@ -27,6 +27,40 @@ bool sfs_wh_is_dev_whiteout(int fd, const char *ent, const struct stat *st)
 	return wh;
 }
 
+/* Whether fd/ent carries one of the two names (errno kept). */
+static bool has_either(int fd, const char *ent, const char *a, const char *b)
+{
+	int saved = errno;
+	bool has = sfs_xattr_get(fd, ent, a, NULL, 0) >= 0 ||
+		   sfs_xattr_get(fd, ent, b, NULL, 0) >= 0;
+
+	errno = saved;
+	return has;
+}
+
+/* Whether directory fd's xattr name holds exactly "x". */
+static bool is_x(int fd, const char *name)
+{
+	char v[2];
+
+	return sfs_xattr_get(fd, "", name, v, sizeof(v)) == 1 && v[0] == 'x';
+}
+
+bool sfs_wh_dir_has_xwhiteouts(int dirfd)
+{
+	int saved = errno;
+	bool x = is_x(dirfd, SFS_OVL_OPAQUE_XATTR) || is_x(dirfd, SFS_OVL_USER_OPAQUE_XATTR);
+
+	errno = saved;
+	return x || has_either(dirfd, "", SFS_OVL_XWHITEOUTS_XATTR, SFS_OVL_USER_XWHITEOUTS_XATTR);
+}
+
+bool sfs_wh_is_xwhiteout(int dirfd, const char *ent, const struct stat *st)
+{
+	return S_ISREG(st->st_mode) && st->st_size == 0 &&
+	       has_either(dirfd, ent, SFS_OVL_XWHITEOUT_XATTR, SFS_OVL_USER_XWHITEOUT_XATTR);
+}
+
 int sfs_wh_mark_device(int fd, const char *ent)
 {
 	return sfs_xattr_set(fd, ent, SFS_DEVICE_XATTR, "y", 1, 0);

@@ -49,6 +49,23 @@ bool sfs_wh_is_dev_whiteout(int fd, const char *ent, const struct stat *st);
 /* Marks the 0:0 character device fd/ent as a real device. */
 int sfs_wh_mark_device(int fd, const char *ent);
 
+/* The xattr whiteouts of Linux 6.7+ overlayfs (composefs and nested
+ * overlays write them): in a directory marked to hold them (overlay.opaque
+ * "x", as the kernel marks them since 6.8, or 6.7's overlay.whiteouts),
+ * an empty regular file carrying overlay.whiteout is a whiteout of its
+ * name. Both the trusted. and the user. namespace (userxattr) are read;
+ * stackfs never writes them. */
+#define SFS_OVL_XWHITEOUTS_XATTR "trusted.overlay.whiteouts"
+#define SFS_OVL_USER_XWHITEOUTS_XATTR "user.overlay.whiteouts"
+#define SFS_OVL_XWHITEOUT_XATTR "trusted.overlay.whiteout"
+#define SFS_OVL_USER_XWHITEOUT_XATTR "user.overlay.whiteout"
+/* Whether directory dirfd (an O_PATH fd) is marked to hold xattr
+ * whiteouts. */
+bool sfs_wh_dir_has_xwhiteouts(int dirfd);
+/* Whether entry ent of dirfd (dirfd itself when ent is ""), whose stat is
+ * st, in a directory so marked, is an xattr whiteout. */
+bool sfs_wh_is_xwhiteout(int dirfd, const char *ent, const struct stat *st);
+
 /* 1 when NAME is whited out in dirfd by a ".wh.NAME" file. */
 int sfs_wh_has_aufs(int dirfd, const char *name);
 /* 1 when the directory is opaque in either format. */
