@@ -240,3 +240,50 @@ cc_stop_signal() {
 	(( status & 4 )) || fail "fsck --repair exited $status"
 	sfs_assert_unchanged "$LO"
 }
+
+# A moved lower directory whose old name a branch below LOWER still shows:
+# the commit leaves a whiteout of the old name in LOWER; an undo that put
+# the directory back beside it made the pair "LOWER's alone" (the OCI
+# rule, union/resolve.c) and hid the content below (found by the power-
+# loss explorer: dB/a3 of its workload). Every kill point, recovered by
+# fsck --repair of both branches; then a pair there before is refused.
+@test "commit killed with a branch below the lower one: the undo leaves no whiteout beside a directory put back" {
+	local calls p bad=() before out rc
+	sfs_setup_branches lo2
+	CC=$BATS_TEST_TMPDIR/cc
+	mkdir -p "$CC"
+	cb_fresh() {
+		rm -rf "$UP" "$LO" "$LO2"
+		mkdir -p "$UP" "$LO/dA/sub" "$LO2/dA"
+		echo a1 >"$LO/dA/a1"; echo a2 >"$LO/dA/sub/a2"; echo a3 >"$LO2/dA/a3"; echo f >"$LO/f"
+		sfs_mount "$UP:$LO:$LO2" "$MNT" || return 1
+		mv "$MNT/dA" "$MNT/dB"
+		echo x >>"$MNT/f"
+		"$SFS" umount "$MNT" || return 1
+		find "$UP" "$LO" "$LO2" -path '*/.stackfs' -prune -o -exec touch -h -d @1500000000.123456789 {} +
+	}
+	cb_fresh
+	before=$(cc_view "$UP:$LO:$LO2")
+	[[ $before == *"./dB/a3|"* ]] || fail "the template does not show the lower content: $before"
+	cc_commit_fi 0 count || fail "the counting commit failed: $(cat "$CC/out")"
+	calls=$(grep -c '^[0-9]' "$CC/log")
+	for ((p = 1; p <= calls; p++)); do
+		cb_fresh
+		cc_commit_fi "$p" kill || true
+		"$SFS" fsck --repair "$UP" >/dev/null 2>&1 || true
+		"$SFS" fsck --repair "$LO" >/dev/null 2>&1 || true
+		out=$(diff <(echo "$before") <(cc_view "$UP:$LO:$LO2") 2>&1) ||
+			bad+=("point $p: $(grep -m1 "^$p " "$CC/log"): $(head -n 5 <<<"$out")")
+	done
+	echo "# $calls crash points, ${#bad[@]} failures" >&3
+	((${#bad[@]} == 0)) || fail "$(printf '%s\n' "${bad[@]}" | head -n 40)"
+	# a whiteout beside the directory before the commit: refused, nothing changed
+	cb_fresh
+	: >"$LO/.wh.dA"
+	sfs_snapshot "$LO"
+	rc=0
+	out=$("$SFS" commit "$UP" --into "$LO" 2>&1) || rc=$?
+	((rc != 0)) || fail "the commit of a lower pair succeeded: $out"
+	[[ $out == *"whiteout beside"* ]] || fail "the refusal does not say why: $out"
+	sfs_assert_unchanged "$LO"
+}

@@ -71,6 +71,24 @@ static int lower_dir_ino(struct commit *c, const char *path, uint64_t *ino)
 	return ret;
 }
 
+/* Whether LOWER has an aufs whiteout beside the directory at path: the
+ * pair that makes it LOWER's alone (union/resolve.c, the OCI rule). The
+ * undo removes the whiteout beside each directory it puts back, taking
+ * it for the one the commit made there (whiteout/jrecover.c, unwhite):
+ * one there before would be lost with it, so such a pair is refused
+ * before anything changes (fsck --repair of LOWER resolves it). */
+static int pair_beside(struct commit *c, const char *path)
+{
+	const char *base;
+	int pfd = sfs_commit_open_parent(c, path, &base), ret;
+
+	if (pfd < 0)
+		return pfd;
+	ret = sfs_wh_has_aufs(pfd, base);
+	close(pfd);
+	return ret;
+}
+
 /* ------------------------------------------------------------ the journal */
 
 /* The identities the journal and the marker name: the lower branch's
@@ -113,6 +131,13 @@ static int journal_moves(struct commit *c)
 		ret = lower_dir_ino(c, m->src, &jm->ino);
 		if (ret < 0)
 			return sfs_commit_fail(c, ret, m->src, "finding a lower directory to move");
+		ret = pair_beside(c, m->src);
+		if (ret < 0)
+			return sfs_commit_fail(c, ret, m->src, "finding a lower directory to move");
+		if (ret > 0)
+			return sfs_commit_fail(c, -EUCLEAN, m->src, "planning (a whiteout beside this "
+					       "lower directory: stackfs fsck --repair of the lower "
+					       "branch resolves it)");
 		jm->src = strdup(m->src);
 		jm->dst = strdup(m->vpath);
 		j->nmv++;

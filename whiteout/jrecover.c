@@ -172,9 +172,34 @@ static int unplace(int lower_fd, int stage_fd, const struct sfs_journal *j, char
 	return 0;
 }
 
+/* The aufs whiteout ".wh.NAME" beside a directory put back at path goes.
+ * The commit makes one in LOWER for RW's whiteout of the old name when a
+ * branch below LOWER still shows that name (the moved directory's old
+ * place; NOTES "Branches below LOWER"), after the directory has left for
+ * the staging directory. Left beside the directory put back, the pair
+ * would mean (union/resolve.c, the OCI rule) "this directory is LOWER's
+ * alone, as if opaque": the lower branches' part of the directory that
+ * RW's redirect merges would be hidden (a power cut or a kill mid-commit
+ * lost dB/a3 of the explorer's workload that way). The commit refuses a
+ * pair that was there before it (commit_journal.c), so any such
+ * whiteout is the commit's own. Done also when the directory is found
+ * back already (a recovery stopped between the rename and this). */
+static int unwhite(int lower_fd, const char *path)
+{
+	char base[256];
+	int pfd = open_parent(lower_fd, path, base), ret;
+
+	if (pfd < 0)
+		return pfd;
+	ret = sfs_wh_remove_aufs(pfd, base);
+	close(pfd);
+	return ret < 0 ? ret : 0;
+}
+
 /* Pass 2: every staged directory back to its old path, shallowest first
  * (a parent before what goes into it). What the commit put at that path
- * meanwhile is a copy of RW's entry there (RW still has it): it goes. */
+ * meanwhile is a copy of RW's entry there (RW still has it): it goes; so
+ * does the commit's whiteout of the name beside it (unwhite). */
 static int unstage(int lower_fd, int stage_fd, const struct sfs_journal *j, char *err,
 		   size_t errlen)
 {
@@ -193,8 +218,15 @@ static int unstage(int lower_fd, int stage_fd, const struct sfs_journal *j, char
 			if (depth(m->src) != dd)
 				continue;
 			if (!is_dir_ino(stage_fd, name, m->ino)) {
-				if (at_path(lower_fd, m->src, m->ino))
+				if (at_path(lower_fd, m->src, m->ino)) {
+					ret = unwhite(lower_fd, m->src);
+					if (ret < 0) {
+						snprintf(err, errlen, "removing the whiteout beside %s: %s",
+							 m->src, strerror(-ret));
+						return ret;
+					}
 					continue;
+				}
 				snprintf(err, errlen, "the lower directory moved from %s is neither "
 					 "in the staging directory, at %s nor back", m->src, m->dst);
 				return -EUCLEAN;
@@ -209,6 +241,10 @@ static int unstage(int lower_fd, int stage_fd, const struct sfs_journal *j, char
 								  RENAME_NOREPLACE) < 0)
 						ret = -errno;
 				}
+			}
+			if (ret == 0) {
+				ret = sfs_wh_remove_aufs(pfd, base);
+				ret = ret < 0 ? ret : 0;
 			}
 			if (pfd >= 0)
 				close(pfd);
