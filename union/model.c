@@ -167,7 +167,7 @@ static int index_load(struct sfs_ch_union *u)
 	int meta = sfs_do_open(u->b[0].root_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
 	struct dirent *e;
 	DIR *d;
-	int fd, ret = 0;
+	int ret = 0;
 
 	if (meta < 0)
 		return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
@@ -175,14 +175,9 @@ static int index_load(struct sfs_ch_union *u)
 	close(meta);
 	if (u->index_fd < 0)
 		return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
-	fd = sfs_do_open(u->index_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-	d = fd < 0 ? NULL : fdopendir(fd);
-	if (!d) {
-		ret = -errno;
-		if (fd >= 0)
-			close(fd);
-		return ret;
-	}
+	d = sfs_do_opendir(u->index_fd, ".");
+	if (!d)
+		return -errno;
 	while (ret == 0 && (e = readdir(d))) {
 		struct sfs_origin o;
 		struct sfs_ch_index *v;
@@ -549,24 +544,19 @@ static int names_push(char ***v, size_t *n, size_t *cap, const char *s)
 
 static int layer_names(const struct sfs_ch_layer *l, char ***v, size_t *n, size_t *cap)
 {
-	int fd = sfs_do_open(l->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	DIR *d = sfs_do_opendir(l->fd, ".");
 	struct dirent *e;
 	unsigned dirflags;
 	int ret = 0;
 
-	if (!d) {
-		ret = -errno;
-		if (fd >= 0)
-			close(fd);
-		return ret;
-	}
+	if (!d)
+		return -errno;
 	dirflags = (!l->path[0] ? SFS_U_AT_ROOT : 0) |
 		   (sfs_wh_dir_has_xwhiteouts(l->fd) ? SFS_U_XWHITEOUTS : 0);
 	errno = 0;
 	while (ret == 0 && (e = readdir(d))) {
 		const char *hides;
-		int kind = sfs_u_dirent(fd, e->d_name, e->d_type, dirflags, &hides);
+		int kind = sfs_u_dirent(dirfd(d), e->d_name, e->d_type, dirflags, &hides);
 
 		if (kind < 0)
 			ret = kind;

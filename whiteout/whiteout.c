@@ -266,20 +266,16 @@ int sfs_wh_replace(int fromdir, const char *from, int dirfd, const char *name,
 	return 0;
 }
 
-int sfs_wh_clear_dir(int dirfd)
+int sfs_wh_clear_dir(int dir_fd)
 {
-	int fd = sfs_do_open(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	DIR *d = sfs_do_opendir(dir_fd, ".");
 	struct dirent *e;
 	struct stat st;
-	int ret = 0;
+	int ret = 0, fd;
 
-	if (!d) {
-		ret = -errno;
-		if (fd >= 0)
-			close(fd);
-		return ret;
-	}
+	if (!d)
+		return -errno;
+	fd = dirfd(d);
 	while (ret == 0 && (e = readdir(d))) {
 		if (sfs_wh_reserved_name(e->d_name) ||
 		    (e->d_type == DT_CHR && sfs_do_stat(fd, e->d_name, &st) == 0 &&
