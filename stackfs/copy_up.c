@@ -30,7 +30,7 @@ static pthread_mutex_t cu_locks[CU_STRIPES] = {
 	[0 ... CU_STRIPES - 1] = PTHREAD_MUTEX_INITIALIZER
 };
 
-static pthread_mutex_t *cu_lock_of(const struct sfs_node *n)
+pthread_mutex_t *sfs_cu_lock(const struct sfs_node *n)
 {
 	return &cu_locks[((uintptr_t)n / sizeof(*n)) % CU_STRIPES];
 }
@@ -94,8 +94,10 @@ static int open_made(int workfd, const char *tmp, mode_t type)
 	return fd;
 }
 
-/* The data of a regular file; s->fd is an O_PATH fd of the new file. */
-static int stage_file(const struct sfs_layer *src, const struct stat *st,
+/* The data of a regular file (data: the layer holding it, src's own or
+ * a metacopy's, NULL when there is none); s->fd is an O_PATH fd of the
+ * new file. */
+static int stage_file(const struct sfs_layer *data, const struct stat *st,
 		      int workfd, struct staged *s, bool nodata)
 {
 	int in = -1, out, ret = 0;
@@ -111,11 +113,13 @@ static int stage_file(const struct sfs_layer *src, const struct stat *st,
 	s->fd = sfs_do_reopen(out, O_PATH);
 	if (s->fd < 0)
 		ret = s->fd;
+	if (ret == 0 && !nodata && !data)
+		ret = -EIO;
 	if (ret == 0 && !nodata) {
 		/* reading the lower file must not change it, atime included */
-		in = sfs_do_reopen(src->fd, O_RDONLY | O_NOATIME);
+		in = sfs_do_reopen(data->fd, O_RDONLY | O_NOATIME);
 		if (in == -EPERM) /* not the owner, without CAP_FOWNER */
-			in = sfs_do_reopen(src->fd, O_RDONLY);
+			in = sfs_do_reopen(data->fd, O_RDONLY);
 		ret = in < 0 ? in : sfs_copy_data(in, out, st->st_size);
 	}
 	/* normal and always: never placed with data not yet on the disk
@@ -180,9 +184,11 @@ static int staging_alive(int workfd)
 	return st.st_nlink == 0 ? -ENOENT : 0;
 }
 
-/* Makes the staged entry: the type's own creation, then its metadata. */
-static int stage_entry(const struct sfs_layer *src, int sdir, const char *sname,
-		       const struct stat *st, int workfd, struct staged *s, bool nodata)
+/* Makes the staged entry: the type's own creation (a regular file's
+ * data from data), then its metadata (src's). */
+static int stage_entry(const struct sfs_layer *src, const struct sfs_layer *data, int sdir,
+		       const char *sname, const struct stat *st, int workfd, struct staged *s,
+		       bool nodata)
 {
 	int ret;
 
@@ -193,7 +199,7 @@ static int stage_entry(const struct sfs_layer *src, int sdir, const char *sname,
 	if (ret < 0)
 		return ret;
 	if (S_ISREG(st->st_mode))
-		ret = stage_file(src, st, workfd, s, nodata);
+		ret = stage_file(data, st, workfd, s, nodata);
 	else
 		ret = stage_node(src, st, workfd, s);
 	/* a 0:0 device copied up is a real one (a whiteout has no node): the
@@ -371,7 +377,8 @@ static int stage_copy(const struct sfs_stack *st, const struct sfs_layer *sl,
 		      const struct stat *src, int workfd, const char *name,
 		      bool nodata, struct staged *s)
 {
-	int ret = stage_entry(&st->l[0], sl->fd, name, src, workfd, s, nodata);
+	const struct sfs_layer *data = S_ISREG(src->st_mode) && !nodata ? sfs_stack_data(st) : NULL;
+	int ret = stage_entry(&st->l[0], data, sl->fd, name, src, workfd, s, nodata);
 
 	if (ret < 0)
 		return ret;
@@ -634,13 +641,13 @@ int sfs_node_copy_up_at(struct sfs_node *n, struct sfs_node *parent,
 	/* resolved under the lock: a copy-up through another name of the
 	 * node (a hard link) is either done, and this name shows its copy
 	 * from the index, or not begun */
-	pthread_mutex_lock(cu_lock_of(n));
+	pthread_mutex_lock(sfs_cu_lock(n));
 	ret = sfs_resolve(pst, name, &st, &top, &id);
 	if (ret == 0 && !is_node(n, &id))
 		ret = -ESTALE;
 	if (ret == 0 && !sfs_stack_writable(st))
 		ret = copy_file_into(n, st, pst, parent, tb, name, false);
-	pthread_mutex_unlock(cu_lock_of(n));
+	pthread_mutex_unlock(sfs_cu_lock(n));
 	if (st)
 		sfs_stack_put(st);
 	sfs_stack_put(pst);
@@ -691,12 +698,12 @@ static int copy_up_file(struct sfs_node *n, bool nodata)
 		return ret;
 	ret = sfs_dir_ensure_layer(w.parent, w.tb, &pst);
 	if (ret == 0) {
-		pthread_mutex_lock(cu_lock_of(n));
+		pthread_mutex_lock(sfs_cu_lock(n));
 		st = sfs_node_stack(n);
 		if (!sfs_stack_writable(st))
 			ret = copy_file_into(n, st, pst, w.parent, w.tb, w.name, nodata);
 		sfs_stack_put(st);
-		pthread_mutex_unlock(cu_lock_of(n));
+		pthread_mutex_unlock(sfs_cu_lock(n));
 		sfs_stack_put(pst);
 	}
 	where_end(&w);
@@ -725,9 +732,15 @@ int sfs_node_copy_up(struct sfs_node *n, unsigned flags, struct sfs_stack **out)
 	struct sfs_stack *st = sfs_node_stack(n);
 	int ret;
 
-	if (sfs_stack_writable(st)) {
+	if (sfs_stack_writable(st) && !(st->metacopy && (flags & SFS_CU_DATA))) {
 		*out = st;
 		return 0;
+	}
+	if (sfs_stack_writable(st)) {
+		sfs_stack_put(st);
+		ret = sfs_metacopy_complete(n, flags & SFS_CU_NODATA);
+		*out = ret < 0 ? NULL : sfs_node_stack(n);
+		return ret;
 	}
 	sfs_stack_put(st);
 	if (n == sfs_node_root())

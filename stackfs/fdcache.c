@@ -408,6 +408,7 @@ int sfs_fdcache_reopen(struct sfs_node *n, struct sfs_stack **out)
 	sfs_count(node_fd_reopens, 1);
 	ns->nlink = st->nlink;
 	ns->indexed = st->indexed;
+	ns->metacopy = st->metacopy;
 	*out = ns;
 	return 0;
 }

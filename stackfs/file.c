@@ -99,9 +99,9 @@ int sfs_file_fd(struct sfs_file *f)
 	ret = f->fd;
 	if (gen != f->cu_gen) {
 		st = sfs_node_stack(f->node);
-		fd = sfs_do_reopen(st->l[0].fd, f->flags);
+		fd = sfs_stack_data_open(st, f->flags);
 		if (fd >= 0)
-			file_set_branch(f, st->snap->b[st->l[0].bidx]);
+			file_set_branch(f, st->snap->b[sfs_stack_data(st)->bidx]);
 		sfs_stack_put(st);
 		if (fd >= 0) {
 			if (f->stale_fd >= 0)
@@ -205,19 +205,22 @@ static int do_open(fuse_req_t req, struct sfs_node *n, struct fuse_file_info *fi
 
 	/* a file about to be truncated needs no data copied */
 	if (wants_write(fi->flags))
-		ret = sfs_node_copy_up(n, (fi->flags & O_TRUNC) ? SFS_CU_NODATA : 0, &st);
+		ret = sfs_node_copy_up(n, SFS_CU_DATA | ((fi->flags & O_TRUNC) ? SFS_CU_NODATA : 0),
+				       &st);
 	else if ((ret = sfs_node_stack_open(n, &st)) < 0)
 		sfs_stack_put(st);
 	if (ret < 0)
 		return ret;
 	if (wants_write(fi->flags))
 		gen = atomic_load(&n->cu_gen);
-	fd = sfs_do_reopen(st->l[0].fd, real_flags(fi->flags));
+	fd = sfs_stack_data_open(st, real_flags(fi->flags));
 	ret = fd >= 0 && (fi->flags & O_TRUNC) ? trunc_kill_priv(req, fd) : fd;
 	if (ret >= 0)
-		ret = file_new(n, gen, fd, st->snap->b[st->l[0].bidx], fi);
+		ret = file_new(n, gen, fd, st->snap->b[sfs_stack_data(st)->bidx], fi);
 	if (ret >= 0)
-		sfs_pt_open(file_of(fi), sfs_stack_writable(st));
+		/* a metacopy's reads come from a lower file, whose descriptor
+		 * could not follow the file's completion */
+		sfs_pt_open(file_of(fi), sfs_stack_writable(st) && !st->metacopy);
 	sfs_stack_put(st);
 	if (ret < 0 && fd >= 0)
 		close(fd);

@@ -114,6 +114,8 @@ int sfs_origin_identity(const struct sfs_snap *snap, int dirfd, const char *name
 void sfs_stat_fill(const struct sfs_node *n, const struct sfs_stack *st,
 		   const struct stat *real, struct stat *out)
 {
+	struct stat data;
+
 	*out = *real;
 	out->st_ino = n->ino;
 	/* A merged directory's link count is not known without reading every
@@ -122,6 +124,9 @@ void sfs_stat_fill(const struct sfs_node *n, const struct sfs_stack *st,
 		out->st_nlink = 1;
 	else if (st->nlink)
 		out->st_nlink = sfs_index_nlink(st->nlink, (uint32_t)real->st_nlink);
+	/* a metacopy file holds no data itself: what its data takes */
+	if (st->metacopy && st->n > 1 && sfs_do_fstat(st->l[1].fd, &data) == 0)
+		out->st_blocks = data.st_blocks;
 }
 
 int sfs_node_getattr(struct sfs_node *n, struct stat *out)
@@ -222,7 +227,8 @@ void sfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	struct sfs_file *f = fi ? (struct sfs_file *)(uintptr_t)fi->fh : NULL;
 	struct sfs_stack *st;
 	struct stat out;
-	int ret = sfs_node_writable(n, &st);
+	/* a truncate changes the data: a metacopy's is brought in first */
+	int ret = sfs_node_copy_up(n, (to_set & FUSE_SET_ATTR_SIZE) ? SFS_CU_DATA : 0, &st);
 
 	if (ret == 0) {
 		ret = setattr_layer(st->l[0].fd, f ? sfs_file_fd(f) : -1, attr, to_set);

@@ -295,33 +295,66 @@ void sfs_log_line(int level, const char *line)
 	sfs_log(level, "%s", line);
 }
 
-/* A mount point inside a branch, met by a lookup (which answers EXDEV):
- * one line at most every 10 s, so that a find over the view or a program
- * retrying the name does not flood the log; the count says how many were
- * not logged. */
+/* One line at most every 10 s for one kind of event met by lookups or
+ * reads, so that a find over the view or a program retrying does not
+ * flood the log; *more says how many were not logged since. */
+struct quiet_rl {
+	pthread_mutex_t lock;
+	time_t last;
+	unsigned long quiet;
+};
+
+static bool rl_pass(struct quiet_rl *rl, char more[64])
+{
+	time_t now = time(NULL);
+
+	more[0] = '\0';
+	pthread_mutex_lock(&rl->lock);
+	if (rl->last && now - rl->last < 10) {
+		rl->quiet++;
+		pthread_mutex_unlock(&rl->lock);
+		return false;
+	}
+	rl->last = now;
+	if (rl->quiet)
+		snprintf(more, 64, " [%lu more since the last line]", rl->quiet);
+	rl->quiet = 0;
+	pthread_mutex_unlock(&rl->lock);
+	return true;
+}
+
+/* "BRANCH: PATH" of layer l, for a line. */
+static void where(const struct sfs_snap *s, const struct sfs_layer *l, char *path, size_t len)
+{
+	if (sfs_layer_path(s, l, path, len) < 0)
+		snprintf(path, len, "?");
+}
+
+/* A mount point inside a branch, met by a lookup (which answers EXDEV). */
 void sfs_log_mountpoint(const struct sfs_snap *s, const struct sfs_layer *dl,
 			const char *name)
 {
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-	static time_t last;
-	static unsigned long quiet;
-	char path[PATH_MAX], more[64] = "";
-	time_t now = time(NULL);
+	static struct quiet_rl rl = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	char path[PATH_MAX], more[64];
 
-	pthread_mutex_lock(&lock);
-	if (last && now - last < 10) {
-		quiet++;
-		pthread_mutex_unlock(&lock);
+	if (!rl_pass(&rl, more))
 		return;
-	}
-	last = now;
-	if (quiet)
-		snprintf(more, sizeof(more), " [%lu more since the last line]", quiet);
-	quiet = 0;
-	pthread_mutex_unlock(&lock);
-	if (sfs_layer_path(s, dl, path, sizeof(path)) < 0)
-		snprintf(path, sizeof(path), "?");
+	where(s, dl, path, sizeof(path));
 	sfs_log(SFS_LOG_WARN, "branch %s: %s%s%s: a mount point inside the branch, not entered "
 		"(lookups answer EXDEV)%s", s->b[dl->bidx]->path, path,
 		strcmp(path, "/") ? "/" : "", name, more);
+}
+
+/* A metacopy file whose data is in no branch below (its reads answer
+ * EIO rather than show the zeros the file itself holds). */
+void sfs_log_no_data(const struct sfs_snap *s, const struct sfs_layer *l)
+{
+	static struct quiet_rl rl = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	char path[PATH_MAX], more[64];
+
+	if (!rl_pass(&rl, more))
+		return;
+	where(s, l, path, sizeof(path));
+	sfs_log(SFS_LOG_ERR, "branch %s: %s: a kernel overlayfs metacopy file whose data is in "
+		"no branch below (reads answer EIO)%s", s->b[l->bidx]->path, path, more);
 }

@@ -180,13 +180,24 @@ int sfs_resolve(const struct sfs_stack *dst, const char *name,
 		sfs_uentry_drop(&r.e);
 		return ret < 0 ? ret : -ENOENT;
 	}
-	st = sfs_stack_new(dst->snap, r.e.n);
+	if (r.indexed && r.e.metacopy) { /* the index's copy has its data */
+		close(r.e.data.fd);
+		r.e.data.fd = -1;
+		r.e.metacopy = false;
+	}
+	st = sfs_stack_new(dst->snap, r.e.n + (r.e.metacopy && r.e.data.fd >= 0));
 	if (!st) {
 		sfs_uentry_drop(&r.e);
 		return -ENOMEM;
 	}
 	for (unsigned i = 0; i < r.e.n; i++)
 		st->l[i] = (struct sfs_layer){ r.e.l[i].fd, r.e.l[i].b };
+	/* a metacopy file's data: its second layer */
+	if (r.e.metacopy && r.e.data.fd >= 0) {
+		st->l[r.e.n] = (struct sfs_layer){ r.e.data.fd, r.e.data.b };
+		r.e.data.fd = -1;
+	}
+	st->metacopy = r.e.metacopy;
 	r.e.n = 0; /* the fds are the stack's now */
 	sfs_uentry_drop(&r.e);
 	st->nlink = r.nlink;

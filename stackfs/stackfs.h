@@ -82,6 +82,9 @@ struct sfs_stack {
 	uint32_t nlink;           /* st_nlink to show, 0: the top layer's */
 	bool indexed;             /* the top layer is a lower name whose fd is
 				   * its inode's copy in the index */
+	bool metacopy;            /* l[0] is a kernel overlayfs metacopy file:
+				   * its data is l[1], or nowhere when n is 1
+				   * (metacopy.c) */
 	struct sfs_layer l[];
 };
 
@@ -277,18 +280,34 @@ int sfs_index_link(const struct sfs_snap *s, int lower_fd, const struct stat *ls
 /* The link count to show for an indexed copy. */
 uint32_t sfs_index_nlink(uint32_t lower, uint32_t upper);
 
+/* ---- metacopy.c: kernel overlayfs metacopy files ---------------------- */
+/* The layer whose data the node's file shows: l[0], or a metacopy's data
+ * layer; NULL (logged) when a metacopy's data was found nowhere. */
+const struct sfs_layer *sfs_stack_data(const struct sfs_stack *st);
+/* Opens the file's data with flags: -EIO when there is none. */
+int sfs_stack_data_open(const struct sfs_stack *st, int flags);
+/* Puts the data of metacopy node n, whose top is in a rw branch, into
+ * the file itself and ends the metacopy (nodata: the file is truncated to
+ * nothing instead), before a change of its data. */
+int sfs_metacopy_complete(struct sfs_node *n, bool nodata);
+
 /* ---- copy_up.c: making entries exist in a rw branch ------------------ */
 /* The node's stack with its top layer in a rw branch, copying the entry
  * up first when it lives in a ro branch. Referenced. */
 int sfs_node_writable(struct sfs_node *n, struct sfs_stack **out);
-/* The same, with flags: SFS_CU_NODATA copies no data (O_TRUNC). */
+/* The same, with flags: SFS_CU_NODATA copies no data (O_TRUNC);
+ * SFS_CU_DATA: the caller changes the data (a metacopy file in the rw
+ * branch gets its data first). */
 #define SFS_CU_NODATA 1u
+#define SFS_CU_DATA 2u
 int sfs_node_copy_up(struct sfs_node *n, unsigned flags, struct sfs_stack **out);
 /* Gives parent/name, one of the names of non-directory n, an entry in the
  * highest rw branch (a copy, or a link to the copy another name of a hard
  * link made), whatever name the node was last reached by. */
 int sfs_node_copy_up_at(struct sfs_node *n, struct sfs_node *parent,
 			const char *name);
+/* The lock a node's copy-up (and metacopy completion) holds. */
+pthread_mutex_t *sfs_cu_lock(const struct sfs_node *n);
 /* A name for a temporary entry in a staging directory. */
 void sfs_temp_name(char buf[64], const char *what);
 /* True when the stack's top layer is in a rw branch. */
@@ -420,6 +439,8 @@ void sfs_log_failure(const char *op, int err);
 /* A mount point at NAME in layer DL (rate-limited). */
 void sfs_log_mountpoint(const struct sfs_snap *s, const struct sfs_layer *dl,
 			const char *name);
+/* A metacopy file (layer l) whose data was found nowhere (rate-limited). */
+void sfs_log_no_data(const struct sfs_snap *s, const struct sfs_layer *l);
 /* The last errors and warnings logged, kept for `stackfs status`. */
 #define SFS_LOG_RING 16
 #define SFS_LOG_LINE_MAX 512

@@ -11,6 +11,7 @@
 
 #include "common/bio.h"
 #include "union/commit_int.h"
+#include "union/copy.h"
 
 /* ------------------------------------------------------------ listing */
 
@@ -153,6 +154,20 @@ static int plan_lookup(struct commit *c, const char *vpath, const struct sfs_ch_
 
 static int plan_dir(struct commit *c, const char *vpath, const struct sfs_ch_stack *V);
 
+/* A kernel overlayfs metacopy file of the rw branch (path p, view stack
+ * vc) gets its data now, in place, as a write through a view would bring
+ * it (union/metacopy_fill.c): the view does not change, and the file is
+ * then placed below as any other, whatever the commit does meanwhile to
+ * the lower file that held the data (a rename's old name deleted). */
+static int plan_metacopy(struct commit *c, const char *p, const struct sfs_ch_stack *vc)
+{
+	int ret = vc->data_fd < 0 ? -EIO : sfs_metacopy_fill(vc->l[0].fd, vc->data_fd, true);
+
+	return ret < 0 ? sfs_commit_fail(c, ret, p, vc->data_fd < 0 ?
+			 "a kernel overlayfs metacopy file whose data is in no branch below" :
+			 "bringing in a metacopy file's data") : 0;
+}
+
 /* An entry `name` of the rw directory at vpath (view stack V). */
 static int plan_entry(struct commit *c, const char *vpath, const struct sfs_ch_stack *V,
 		      const char *name)
@@ -161,6 +176,8 @@ static int plan_entry(struct commit *c, const char *vpath, const struct sfs_ch_s
 	char *p;
 	int ret = plan_lookup(c, vpath, V, name, false, &p, &vc);
 
+	if (ret == 0 && vc->metacopy && vc->l[0].b == 0)
+		ret = plan_metacopy(c, p, vc);
 	if (ret == 0 && S_ISDIR(vc->top.st_mode) && vc->l[0].b == 0) {
 		if (vc->redirected)
 			ret = plan_move(c, p, vc);

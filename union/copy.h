@@ -4,6 +4,7 @@
 #ifndef SFS_UNION_COPY_H
 #define SFS_UNION_COPY_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 /* Copies size bytes of in to out (both open; out empty): a reflink, else
@@ -14,5 +15,9 @@ int sfs_copy_data(int in, int out, off_t size);
  * dropping them would widen access), keeping dst's own others. Any fds
  * of the two (O_PATH too). 0 or -errno. */
 int sfs_copy_flags(int src, int dst);
+/* Brings the data of a metacopy file fd (O_PATH), found in the regular
+ * file data_fd (O_PATH), into fd itself and ends the metacopy; durable:
+ * fsynced before the mark goes (metacopy_fill.c). 0 or -errno. */
+int sfs_metacopy_fill(int fd, int data_fd, bool durable);
 
 #endif

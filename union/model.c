@@ -59,7 +59,7 @@ static struct sfs_ch_stack *stack_alloc(unsigned n)
 	struct sfs_ch_stack *st = calloc(1, sizeof(*st) + n * sizeof(st->l[0]));
 
 	if (st)
-		st->index_fd = -1;
+		st->index_fd = st->data_fd = -1;
 	return st;
 }
 
@@ -74,6 +74,8 @@ void sfs_ch_stack_free(struct sfs_ch_stack *st)
 	}
 	if (st->index_fd >= 0)
 		close(st->index_fd);
+	if (st->data_fd >= 0)
+		close(st->data_fd);
 	free(st->redirect);
 	free(st->dpath);
 	free(st);
@@ -438,6 +440,10 @@ static void show_index(const struct sfs_ch_union *u, struct sfs_ch_stack *st)
 		st->index_fd = fd;
 		snprintf(st->index_name, sizeof(st->index_name), "%s", e->name);
 		st->top = ist;
+		if (st->data_fd >= 0) /* the copy has its own data */
+			close(st->data_fd);
+		st->data_fd = -1;
+		st->metacopy = false;
 	} else if (fd >= 0) {
 		close(fd);
 	}
@@ -476,6 +482,11 @@ int sfs_ch_lookup(struct sfs_ch_union *u, const struct sfs_ch_stack *dst,
 	st->redirect = e->redirect;
 	st->dpath = e->lower_path;
 	e->redirect = e->lower_path = NULL;
+	st->metacopy = e->metacopy;
+	if (e->metacopy) {
+		st->data_fd = e->data.fd;
+		e->data.fd = -1;
+	}
 	sfs_uentry_drop(e);
 	free(e);
 	if (use_index)

@@ -66,6 +66,8 @@ struct sfs_ch_stack {
 	int index_fd;                  /* then the O_PATH fd of that copy, else -1 */
 	char index_name[32];
 	char *dpath;                   /* see sfs_ch_union.split; NULL without */
+	bool metacopy;                 /* a kernel metacopy file (whiteout/metacopy.h) ... */
+	int data_fd;                   /* ... whose data is this O_PATH fd, -1: none found */
 	unsigned n;                    /* layers */
 	struct sfs_ch_layer l[];
 };

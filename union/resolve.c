@@ -9,6 +9,7 @@
 
 #include "common/bio.h"
 #include "union/resolve.h"
+#include "whiteout/metacopy.h"
 #include "whiteout/metadir.h"
 #include "whiteout/whiteout.h"
 
@@ -18,6 +19,8 @@ struct res {
 	struct sfs_uentry *e;
 	char *redirect;                /* met, not yet followed */
 	unsigned redirect_b;           /* the branch it was met in */
+	bool data;                     /* a metacopy's data is looked for */
+	char *mc_redirect;             /* the top metacopy file's redirect */
 };
 
 bool sfs_u_reserved(const char *name, bool at_root)
@@ -44,6 +47,13 @@ void sfs_uentry_drop(struct sfs_uentry *e)
 	free(e->redirect);
 	free(e->lower_path);
 	e->redirect = e->lower_path = NULL;
+	if (e->metacopy) {
+		if (e->data.fd >= 0)
+			close(e->data.fd);
+		free(e->data.path);
+		e->data = (struct sfs_ulayer){ -1, 0, NULL };
+		e->metacopy = false;
+	}
 }
 
 /* Takes fd as the next layer, found in branch b at dir_path/name (name
@@ -88,6 +98,22 @@ static int marks(struct res *r, int fd, unsigned b)
 	free(r->redirect);
 	r->redirect = m.redirect; /* taken over */
 	r->redirect_b = b;
+	return 0;
+}
+
+/* What a regular file found on top says: a kernel metacopy file has its
+ * data below (find_data). 0 (a non-directory stops the search), or
+ * -errno. */
+static int metacopy_marks(struct res *r, int fd)
+{
+	struct sfs_metacopy m;
+	int ret = sfs_metacopy_read(fd, &m);
+
+	if (ret < 0 || !m.is)
+		return ret;
+	r->e->metacopy = true;
+	r->e->data = (struct sfs_ulayer){ -1, 0, NULL };
+	r->mc_redirect = m.redirect; /* taken over */
 	return 0;
 }
 
@@ -137,6 +163,9 @@ static int look(struct res *r, const struct sfs_ulayer *dl, const char *name, bo
 	/* a directory of a branch with branches below may have been renamed
 	 * there with its lower layers elsewhere (a redirect), even where its
 	 * parent has no layers below */
+	if (!S_ISDIR(st.st_mode) && r->data && r->e->n == 1 && S_ISREG(st.st_mode) &&
+	    dl->b + 1 < v->n)
+		return metacopy_marks(r, fd);
 	if (!S_ISDIR(st.st_mode) || dl->b + 1 >= v->n)
 		return 0;
 	/* OCI: a ".wh.NAME" beside the directory NAME in one layer deletes
@@ -152,33 +181,53 @@ static int look(struct res *r, const struct sfs_ulayer *dl, const char *name, bo
 	return below || ret < 0 ? ret : 0;
 }
 
-/* The layers at an absolute redirect recorded in branch b: a lookup of
- * the path, component by component, in the union of the branches below
- * b (whose own whiteouts, opaque directories and redirects count). */
-static int follow_abs(struct res *r, unsigned b, const char *path)
+/* Resolves absolute path component by component in the union of the
+ * branches below b (whose own whiteouts, opaque directories and
+ * redirects count): 0 with *out (out->n 0: nothing there), or -errno. */
+static int walk_abs(const struct sfs_uview *v, unsigned b, const char *path,
+		    struct sfs_uentry *out)
 {
-	const struct sfs_uview *v = r->v;
-	struct sfs_uentry *cur = calloc(2, sizeof(*cur)), *next;
+	struct sfs_uentry *next = calloc(1, sizeof(*next));
 	char *copy = strdup(path), *save = NULL, *c;
-	int k, ret = cur && copy ? 0 : -ENOMEM;
+	bool dir = true;
+	int k, ret = next && copy ? 0 : -ENOMEM;
 
-	if (ret == 0 && (k = v->roots_below(v->arg, b, cur->l, SFS_U_MAX_LAYERS)) < 0)
+	memset(out, 0, sizeof(*out));
+	if (ret == 0 && (k = v->roots_below(v->arg, b, out->l, SFS_U_MAX_LAYERS)) < 0)
 		ret = k;
 	if (ret == 0) {
-		cur->n = (unsigned)k;
-		if (v->split && !(cur->lower_path = strdup("")))
+		out->n = (unsigned)k;
+		if (v->split && !(out->lower_path = strdup("")))
 			ret = -ENOMEM;
 	}
 	for (c = ret ? NULL : strtok_r(copy, "/", &save); c && ret == 0;
 	     c = strtok_r(NULL, "/", &save)) {
-		next = cur + 1;
-		ret = sfs_u_resolve(v, cur->l, cur->n, cur->lower_path, c, next);
-		sfs_uentry_drop(cur);
-		*cur = *next;
-		memset(next, 0, sizeof(*next));
-		if (ret == 0 && (!cur->n || !S_ISDIR(cur->top.st_mode)))
+		if (!dir) {
 			ret = -ENOENT;
+			break;
+		}
+		ret = sfs_u_resolve(v, out->l, out->n, out->lower_path, c, next);
+		sfs_uentry_drop(out);
+		*out = *next;
+		memset(next, 0, sizeof(*next));
+		dir = ret == 0 && out->n && S_ISDIR(out->top.st_mode);
 	}
+	if (ret < 0)
+		sfs_uentry_drop(out);
+	free(next);
+	free(copy);
+	return ret;
+}
+
+/* The layers at an absolute redirect recorded in branch b. */
+static int follow_abs(struct res *r, unsigned b, const char *path)
+{
+	const struct sfs_uview *v = r->v;
+	struct sfs_uentry *cur = calloc(1, sizeof(*cur));
+	int ret = cur ? walk_abs(v, b, path, cur) : -ENOMEM;
+
+	if (ret == 0 && (!cur->n || !S_ISDIR(cur->top.st_mode)))
+		ret = -ENOENT;
 	for (unsigned i = 0; ret == 0 && i < cur->n && r->e->n < SFS_U_MAX_LAYERS; i++) {
 		int fd = fcntl(cur->l[i].fd, F_DUPFD_CLOEXEC, 0);
 
@@ -192,7 +241,6 @@ static int follow_abs(struct res *r, unsigned b, const char *path)
 	if (cur)
 		sfs_uentry_drop(cur);
 	free(cur);
-	free(copy);
 	return ret == -ENOENT ? 0 : ret;
 }
 
@@ -233,10 +281,46 @@ static int follow(struct res *r, const struct sfs_ulayer *dir, unsigned ndir, un
 	return ret;
 }
 
+/* Takes the data of what a metacopy's name resolved to below (below, a
+ * regular file): its own, or its data when it is a metacopy too. */
+static void take_data(struct sfs_uentry *e, struct sfs_uentry *below)
+{
+	struct sfs_ulayer *from = below->metacopy ? &below->data : &below->l[0];
+
+	e->data = *from;
+	from->fd = -1;
+	from->path = NULL;
+}
+
+/* The data of the metacopy file found at layer i of dir: the regular
+ * file its name, or its redirect (absolute: from the roots of the
+ * branches below its own; a bare name: in the parent's layers below),
+ * resolves to. Where there is none, data.fd stays -1: its reads fail. */
+static int find_data(struct res *r, const struct sfs_ulayer *dir, unsigned ndir, unsigned i,
+		     const char *name)
+{
+	struct sfs_uentry *below = calloc(1, sizeof(*below));
+	char *to = r->mc_redirect;
+	int ret = below ? 0 : -ENOMEM;
+
+	r->mc_redirect = NULL;
+	if (ret == 0 && to && to[0] == '/')
+		ret = walk_abs(r->v, r->e->l[0].b, to, below);
+	else if (ret == 0 && (!to || !strchr(to, '/')) && i + 1 < ndir)
+		ret = sfs_u_resolve(r->v, dir + i + 1, ndir - i - 1, NULL, to ? to : name, below);
+	if (ret == 0 && below->n && S_ISREG(below->top.st_mode))
+		take_data(r->e, below);
+	if (below)
+		sfs_uentry_drop(below);
+	free(below);
+	free(to);
+	return ret == -ENOENT ? 0 : ret;
+}
+
 int sfs_u_resolve(const struct sfs_uview *v, const struct sfs_ulayer *dir, unsigned ndir,
 		  const char *dir_lower_path, const char *name, struct sfs_uentry *out)
 {
-	struct res r = { .v = v, .e = out };
+	struct res r = { .v = v, .e = out, .data = true };
 	unsigned i;
 	int ret = 1;
 
@@ -247,7 +331,10 @@ int sfs_u_resolve(const struct sfs_uview *v, const struct sfs_ulayer *dir, unsig
 		ret = look(&r, &dir[i], name, i + 1 < ndir);
 	if (ret >= 0 && r.redirect)
 		ret = follow(&r, dir, ndir, i - 1, dir_lower_path);
+	if (ret >= 0 && out->metacopy)
+		ret = find_data(&r, dir, ndir, i - 1, name);
 	free(r.redirect);
+	free(r.mc_redirect);
 	if (ret < 0)
 		sfs_uentry_drop(out);
 	return ret < 0 ? ret : 0;

@@ -9,7 +9,11 @@
  *    absolute path is looked up from the roots of the branches below the
  *    one that recorded it (with their own rules), a bare name in the
  *    layers of the parent below it (a redirect met there is not followed,
- *    as kernel overlayfs does it).
+ *    as kernel overlayfs does it);
+ *  - a kernel overlayfs metacopy file (whiteout/metacopy.h) shows its own
+ *    metadata and the data of the regular file its name, or its redirect,
+ *    resolves to in the layers below (followed again when that is a
+ *    metacopy too); with none there it has no data.
  * Whiteouts are looked for only where there are layers below to hide.
  * What is cached, and how identity and the hard-link index are decided,
  * stays with the callers. */
@@ -59,6 +63,9 @@ struct sfs_uentry {
 	char *redirect;                /* the top directory's redirect as recorded */
 	bool redirected;               /* its lower layers came from that redirect */
 	char *lower_path;              /* see sfs_uview.split; NULL without */
+	bool metacopy;                 /* the top is a metacopy file ... */
+	struct sfs_ulayer data;        /* ... whose data is this regular file
+					* (owned), fd -1 when none was found */
 };
 
 /* Resolves name in the directory whose layers are dir[0..ndir) (highest

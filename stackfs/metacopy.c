@@ -1,0 +1,92 @@
+/* Kernel overlayfs metacopy files in the daemon (whiteout/metacopy.h):
+ * the union's rules found the layer holding a metacopy's data (l[1] of
+ * its stack); a file's reads go there, and a change of its data first
+ * brings that data into the file when the file is in a rw branch, as the
+ * kernel does: in place, the mark removed only once the data is on the
+ * disk, so a crash leaves either the metacopy or the whole file. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
+#include "stackfs/stackfs.h"
+#include "union/copy.h"
+#include "whiteout/metacopy.h"
+
+const struct sfs_layer *sfs_stack_data(const struct sfs_stack *st)
+{
+	if (!st->metacopy)
+		return &st->l[0];
+	if (st->n > 1)
+		return &st->l[1];
+	sfs_log_no_data(st->snap, &st->l[0]);
+	return NULL;
+}
+
+int sfs_stack_data_open(const struct sfs_stack *st, int flags)
+{
+	const struct sfs_layer *d = sfs_stack_data(st);
+
+	return d ? sfs_do_reopen(d->fd, flags) : -EIO;
+}
+
+/* The node's stack from now on: the file alone. */
+static int install_plain(struct sfs_node *n, const struct sfs_stack *st)
+{
+	struct sfs_stack *ns = sfs_stack_new(st->snap, 1);
+
+	if (!ns)
+		return -ENOMEM;
+	ns->l[0] = st->l[0];
+	ns->l[0].fd = fcntl(st->l[0].fd, F_DUPFD_CLOEXEC, 0);
+	ns->nlink = st->nlink;
+	ns->indexed = st->indexed;
+	if (ns->l[0].fd < 0) {
+		sfs_stack_put(ns);
+		return -errno;
+	}
+	sfs_node_set_stack(n, ns);
+	/* descriptors opened on the lower data move to the file */
+	atomic_fetch_add(&n->cu_gen, 1);
+	sfs_notify_attr(n);
+	return 0;
+}
+
+/* An open with O_TRUNC needs no data: the file is emptied, then the
+ * mark goes (a crash between leaves an empty metacopy: what was asked). */
+static int truncate_plain(int fd)
+{
+	int out = sfs_do_reopen(fd, O_WRONLY), ret = out < 0 ? out : 0;
+
+	if (ret == 0 && ftruncate(out, 0) < 0)
+		ret = -errno;
+	if (out >= 0)
+		close(out);
+	return ret < 0 ? ret : sfs_metacopy_clear(fd);
+}
+
+int sfs_metacopy_complete(struct sfs_node *n, bool nodata)
+{
+	const struct sfs_layer *d;
+	struct sfs_stack *st;
+	int ret = 0;
+
+	pthread_mutex_lock(sfs_cu_lock(n));
+	st = sfs_node_stack(n);
+	if (!st->metacopy || !sfs_stack_writable(st))
+		goto out;
+	d = nodata ? NULL : sfs_stack_data(st);
+	if (nodata)
+		ret = truncate_plain(st->l[0].fd);
+	else
+		ret = d ? sfs_metacopy_fill(st->l[0].fd, d->fd, sfs_m.opts.sync != SFS_SYNC_VOLATILE)
+			: -EIO;
+	if (ret == 0)
+		ret = sfs_sync_changed(st->l[0].fd);
+	if (ret == 0)
+		ret = install_plain(n, st);
+out:
+	sfs_stack_put(st);
+	pthread_mutex_unlock(sfs_cu_lock(n));
+	return ret;
+}
