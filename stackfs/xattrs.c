@@ -1,5 +1,6 @@
 /* The xattr requests: pass-through to the entry's top layer; the
- * union's own attributes stay hidden and untouchable. */
+ * union's own attributes stay hidden and untouchable; a kernel overlayfs
+ * name is stored escaped (xattr.h: sfs_xattr_stored_name). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,11 +63,13 @@ void sfs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		     const char *value, size_t size, int flags)
 {
 	struct xtarget t = { 0 };
-	int ret = sfs_xattr_is_private(name) ? -EPERM
-		: xtarget_get(sfs_node_of(ino), true, &t);
+	char stored[XATTR_NAME_MAX + 1];
+	int ret = sfs_xattr_stored_name(name, stored, sizeof(stored));
 
 	if (ret == 0)
-		ret = sfs_xattr_set(t.fd, xent(&t), name, value, size, flags);
+		ret = xtarget_get(sfs_node_of(ino), true, &t);
+	if (ret == 0)
+		ret = sfs_xattr_set(t.fd, xent(&t), stored, value, size, flags);
 	if (ret == 0)
 		ret = sfs_sync_changed(t.st->l[0].fd);
 	xtarget_put(&t);
@@ -76,11 +79,15 @@ void sfs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 void sfs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	struct xtarget t = { 0 };
-	int ret = sfs_xattr_is_private(name) ? -ENODATA
-		: xtarget_get(sfs_node_of(ino), true, &t);
+	char stored[XATTR_NAME_MAX + 1];
+	int ret = sfs_xattr_stored_name(name, stored, sizeof(stored));
 
+	if (ret < 0) /* none such can exist */
+		ret = -ENODATA;
+	else
+		ret = xtarget_get(sfs_node_of(ino), true, &t);
 	if (ret == 0)
-		ret = sfs_xattr_remove(t.fd, xent(&t), name);
+		ret = sfs_xattr_remove(t.fd, xent(&t), stored);
 	if (ret == 0)
 		ret = sfs_sync_changed(t.st->l[0].fd);
 	xtarget_put(&t);
@@ -90,13 +97,14 @@ void sfs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 void sfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
 	struct xtarget t = { 0 };
+	char stored[XATTR_NAME_MAX + 1];
 	char *buf = size ? malloc(size) : NULL;
 	ssize_t n = (size && !buf) ? -ENOMEM
-		: sfs_xattr_is_private(name) ? -ENODATA
+		: sfs_xattr_stored_name(name, stored, sizeof(stored)) < 0 ? -ENODATA
 		: xtarget_get(sfs_node_of(ino), false, &t);
 
 	if (n == 0)
-		n = sfs_xattr_get(t.fd, xent(&t), name, buf, size);
+		n = sfs_xattr_get(t.fd, xent(&t), stored, buf, size);
 	xtarget_put(&t);
 	if (n < 0)
 		sfs_reply_err(req, (int)-n);

@@ -108,3 +108,48 @@ same_as_kernel() {
 	run -0 stat -c %s "$MNT/d/c"
 	assert_output 0
 }
+
+# Escaped names (Linux 6.7+ "Nesting overlayfs"): a layer's
+# trusted.overlay.overlay.X is its entry's own trusted.overlay.X, shown as
+# such by the outer union and never a mark of it; an inner kernel
+# overlayfs over the view then reads it as its mark.
+@test "escaped xattr whiteouts of a nested overlay: shown unescaped, read by an inner kernel overlayfs over the view" {
+	mkdir -p "$T/L1" "$T/C/d"
+	echo hidden >"$T/C/d/w"
+	echo kept >"$T/C/d/k"
+	mkdir -p "$T/L1/d"
+	: >"$T/L1/d/w"
+	setfattr -n trusted.overlay.overlay.whiteout -v y "$T/L1/d/w"
+	setfattr -n trusted.overlay.overlay.opaque -v x "$T/L1/d"
+	# the kernel's own outer overlay shows the same as stackfs
+	sfs_record mount "$KMNT"
+	mount -t overlay overlay -o "lowerdir=$T/L1:$T/C" "$KMNT" ||
+		skip "kernel overlayfs did not mount the layers"
+	getfattr -h -n trusted.overlay.whiteout "$KMNT/d/w" >/dev/null 2>&1 ||
+		{ umount "$KMNT"; skip "this kernel does not unescape overlay.overlay.* xattrs"; }
+	umount "$KMNT"
+	sfs_mount "$UP:$T/L1=ro:$T/C=ro" "$MNT"
+	# the outer union: w is an empty file with the inner mark, d merged
+	run -0 getfattr -h --absolute-names --only-values -n trusted.overlay.whiteout "$MNT/d/w"
+	assert_output y
+	run -0 getfattr -h --absolute-names --only-values -n trusted.overlay.opaque "$MNT/d"
+	assert_output x
+	run -0 ls "$MNT/d"
+	assert_output $'k\nw'
+	run -0 stat -c %s "$MNT/d/w"
+	assert_output 0
+	# an inner kernel overlayfs over the view takes it as an xattr
+	# whiteout of w (of the layer below it: a copy of C)
+	mkdir -p "$T/C2/d"
+	echo below >"$T/C2/d/w"
+	mount -t overlay overlay -o "lowerdir=$MNT:$T/C2" "$KMNT" ||
+		fail "kernel overlayfs did not mount over the view"
+	run -0 ls "$KMNT/d"
+	umount "$KMNT"
+	assert_output k
+	# a copy-up keeps the escaped names as they are stored
+	touch "$MNT/d/w"
+	run -0 getfattr -h --absolute-names --only-values -n trusted.overlay.overlay.whiteout "$UP/d/w"
+	assert_output y
+	run -1 getfattr -h -n trusted.overlay.whiteout "$UP/d/w"
+}

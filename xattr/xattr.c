@@ -211,11 +211,39 @@ int sfs_xattr_remove(int fd, const char *ent, const char *name)
 	return (int)sfs_do_note("removexattr", fd, ent, name, r, answer(r));
 }
 
+/* The length of the kernel overlayfs namespace name is in ("trusted.
+ * overlay." or "user.overlay.", both read as the union's marks), or 0. */
+static size_t ovl_prefix(const char *name)
+{
+	if (!strncmp(name, SFS_XATTR_OVL_TRUSTED, sizeof(SFS_XATTR_OVL_TRUSTED) - 1))
+		return sizeof(SFS_XATTR_OVL_TRUSTED) - 1;
+	if (!strncmp(name, SFS_XATTR_OVL_USER, sizeof(SFS_XATTR_OVL_USER) - 1))
+		return sizeof(SFS_XATTR_OVL_USER) - 1;
+	return 0;
+}
+
+bool sfs_xattr_is_escaped(const char *name)
+{
+	size_t p = ovl_prefix(name);
+
+	return p && !strncmp(name + p, "overlay.", 8);
+}
+
 bool sfs_xattr_is_private(const char *name)
 {
-	return strncmp(name, "trusted.overlay.", 16) == 0 ||
-	       strncmp(name, "user.overlay.", 13) == 0 ||
+	return (ovl_prefix(name) && !sfs_xattr_is_escaped(name)) ||
 	       strncmp(name, "trusted.stackfs.", 16) == 0;
+}
+
+int sfs_xattr_stored_name(const char *name, char *buf, size_t len)
+{
+	size_t p = ovl_prefix(name);
+
+	if (!strncmp(name, "trusted.stackfs.", 16))
+		return -EPERM;
+	if (snprintf(buf, len, "%.*s%s%s", (int)p, name, p ? "overlay." : "", name + p) >= (int)len)
+		return -ERANGE;
+	return 0;
 }
 
 size_t sfs_xattr_filter(char *list, size_t len)
@@ -223,9 +251,15 @@ size_t sfs_xattr_filter(char *list, size_t len)
 	size_t in = 0, out = 0;
 
 	while (in < len) {
-		size_t l = strnlen(list + in, len - in) + 1;
+		size_t l = strnlen(list + in, len - in) + 1, p = ovl_prefix(list + in);
 
-		if (!sfs_xattr_is_private(list + in)) {
+		if (sfs_xattr_is_escaped(list + in)) {
+			/* shown one level down: the prefix, then what follows
+			 * the escape's "overlay." */
+			memmove(list + out, list + in, p);
+			memmove(list + out + p, list + in + p + 8, l - p - 8);
+			out += l - 8;
+		} else if (!sfs_xattr_is_private(list + in)) {
 			memmove(list + out, list + in, l);
 			out += l;
 		}

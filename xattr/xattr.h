@@ -40,9 +40,23 @@ int sfs_meta_copy(const struct sfs_entry_ref *src, const struct stat *st,
 		  const struct sfs_entry_ref *dst, bool times);
 
 /* Attributes of the union's on-disk format (whiteout and opaque markers
- * of overlayfs, our own namespace): never shown, never set through it. */
+ * of overlayfs, our own namespace): never shown, never set through it.
+ * A kernel overlayfs name with one more "overlay." level is escaped, as
+ * nested overlays write them: it is the entry's own attribute, shown and
+ * set through the view one level down (trusted.overlay.overlay.X is the
+ * view's trusted.overlay.X), copied as it is stored. */
+#define SFS_XATTR_OVL_TRUSTED "trusted.overlay."
+#define SFS_XATTR_OVL_USER "user.overlay."
 bool sfs_xattr_is_private(const char *name);
-/* Drops private names from a listxattr result; returns the new length. */
+bool sfs_xattr_is_escaped(const char *name);
+/* The name the view's attribute name is stored under in a branch: one
+ * more "overlay." level for a kernel overlayfs name (so the view can hold
+ * a nested overlay's marks without them counting for the union), name
+ * itself otherwise. -EPERM for the union's own namespace, -ERANGE when
+ * the stored name does not fit len. */
+int sfs_xattr_stored_name(const char *name, char *buf, size_t len);
+/* Drops private names from a listxattr result and shows escaped ones
+ * unescaped; returns the new length. */
 size_t sfs_xattr_filter(char *list, size_t len);
 
 #endif
