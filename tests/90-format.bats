@@ -50,6 +50,7 @@ build_sanitized() {
 }
 
 @test "format parsers survive random, truncated and bit-flipped input (ASan, UBSan)" {
+	sfs_once_per_suite
 	build_sanitized "$BATS_TEST_TMPDIR/ff"
 	local seed
 	for seed in 1 2 3; do
@@ -67,6 +68,7 @@ build_sanitized() {
 }
 
 @test "libFuzzer target of the format parsers (clang)" {
+	sfs_once_per_suite
 	sfs_require_cmd clang
 	clang -g -O1 -fsanitize=fuzzer,address,undefined -DSFS_LIBFUZZER -D_GNU_SOURCE \
 		-I"$SFS_REPO" -o "$BATS_TEST_TMPDIR/lf" "$SFS_REPO/tests/tools/format_fuzz.c" -lpthread ||

@@ -238,6 +238,7 @@ print(v["branches"][-1]["path"].encode("utf-8", "surrogateescape") == os.fsencod
 }
 
 @test "status --json and branch list --json give every branch, past 256" {
+	sfs_once_per_suite
 	local i
 	for ((i = 0; i < 300; i++)); do
 		mkdir "$T/b$i"

@@ -167,14 +167,46 @@ sfs_make_image() {
 
 # ---------------------------------------------------------------- mounts
 
-# The MAJ:MIN of the mount on $1, read from mountinfo: findmnt -M, stat
-# and realpath would enter a mount whose server never answers.
+# The mount table, read from /proc/self/mountinfo with builtins alone
+# (cleanup runs after every test: a findmnt or losetup fork costs tens of
+# ms on a busy machine, and a test's teardown made a dozen), into
+# _SFS_MI_TARGET, _SFS_MI_TYPE and _SFS_MI_DEV (MAJ:MIN), in mount order.
+# Nothing is stat'ed: a mount whose server never answers is not entered.
+_sfs_mountinfo() {
+	local -a f
+	local i target
+	_SFS_MI_TARGET=() _SFS_MI_TYPE=() _SFS_MI_DEV=()
+	while read -ra f; do
+		target=${f[4]}
+		[[ $target == *\\* ]] && printf -v target '%b' "${target//\\/\\0}"
+		for ((i = 6; i < ${#f[@]}; i++)); do
+			[[ ${f[i]} == - ]] && break
+		done
+		_SFS_MI_TARGET+=("$target")
+		_SFS_MI_TYPE+=("${f[i + 1]}")
+		_SFS_MI_DEV+=("${f[2]}")
+	done </proc/self/mountinfo
+}
+
+# _sfs_mount_at MP: sets _SFS_AT to the index of the topmost mount on MP
+# in the table just read, or -1.
+_sfs_mount_at() {
+	local i
+	_SFS_AT=-1
+	for ((i = ${#_SFS_MI_TARGET[@]} - 1; i >= 0; i--)); do
+		if [[ ${_SFS_MI_TARGET[i]} == "$1" ]]; then
+			_SFS_AT=$i
+			return 0
+		fi
+	done
+	return 1
+}
+
+# The MAJ:MIN of the mount on $1.
 _sfs_mountinfo_dev() {
-	local id parent dev root target rest
-	while read -r id parent dev root target rest; do
-		printf -v target '%b' "${target//\\/\\0}"
-		[[ $target == "$1" ]] && echo "$dev"
-	done </proc/self/mountinfo | tail -n1
+	_sfs_mountinfo
+	_sfs_mount_at "$1" && echo "${_SFS_MI_DEV[_SFS_AT]}"
+	return 0
 }
 
 # sfs_hang_mount DIR: mounts a hangfs server (tests/tools/hangfs.c: it
@@ -205,17 +237,20 @@ _sfs_abort_hang() {
 }
 
 sfs_is_mounted() {
-	findmnt -rn -M "$1" >/dev/null 2>&1
+	_sfs_mountinfo
+	_sfs_mount_at "$1"
 }
 
 sfs_fstype() {
-	findmnt -rn -o FSTYPE -M "$1" 2>/dev/null | tail -n1
+	_sfs_mountinfo
+	_sfs_mount_at "$1" && echo "${_SFS_MI_TYPE[_SFS_AT]}"
+	return 0
 }
 
 # The pid of the daemon serving the stackfs mount on $1, or nothing.
 sfs_daemon_pid() {
 	local mp=$1 mm pid p cmd
-	mm=$(findmnt -rn -o MAJ:MIN -M "$mp" 2>/dev/null | tail -n1)
+	mm=$(_sfs_mountinfo_dev "$mp")
 	if [[ -n $mm && -r $SFS_RUNTIME/$mm/pid ]]; then
 		pid=$(<"$SFS_RUNTIME/$mm/pid")
 		if sfs_alive "$pid"; then
@@ -298,7 +333,7 @@ _sfs_umount_stackfs() {
 	sfs_is_mounted "$mp" || return 0
 	[[ $(sfs_fstype "$mp") == fuse* ]] || { _sfs_umount_other "$mp"; return 0; }
 	pid=$(sfs_daemon_pid "$mp")
-	mm=$(findmnt -rn -o MAJ:MIN -M "$mp" | tail -n1)
+	mm=$(_sfs_mountinfo_dev "$mp")
 	if [[ -x $SFS ]] && timeout 20 "$SFS" umount "$mp" >/dev/null 2>&1 && ! sfs_is_mounted "$mp"; then
 		:
 	elif timeout 10 fusermount3 -u "$mp" >/dev/null 2>&1 && ! sfs_is_mounted "$mp"; then
@@ -327,29 +362,52 @@ _sfs_umount_other() {
 	return 0
 }
 
+# The loop devices and their backing files, from sysfs (no losetup
+# fork): _SFS_LOOP_DEV and _SFS_LOOP_BACK.
+_sfs_loops() {
+	local f back dev
+	_SFS_LOOP_DEV=() _SFS_LOOP_BACK=()
+	for f in /sys/block/loop*/loop/backing_file; do
+		[[ -r $f ]] || continue
+		{ read -r back <"$f"; } 2>/dev/null || continue
+		dev=${f#/sys/block/}
+		_SFS_LOOP_DEV+=("/dev/${dev%%/*}")
+		_SFS_LOOP_BACK+=("${back% (deleted)}")
+	done
+}
+
 _sfs_detach_loop() {
 	local dev=$1
-	losetup "$dev" >/dev/null 2>&1 || return 0
+	[[ -r /sys/block/${dev#/dev/}/loop/backing_file ]] || return 0
 	losetup -d "$dev" >/dev/null 2>&1 || echo "cleanup: losetup -d $dev failed" >&2
 	return 0
 }
 
-# Mount points under a directory, deepest first (TYPE<tab>TARGET).
+# _sfs_mounts_under ROOT: sets _SFS_UNDER_TYPE and _SFS_UNDER_TARGET to
+# the mounts under ROOT in the table _sfs_mountinfo read, the last mounted
+# first (a mount inside another was made after it).
 _sfs_mounts_under() {
-	local root=$1 type target
+	local root=$1 i
+	_SFS_UNDER_TYPE=() _SFS_UNDER_TARGET=()
 	[[ -n $root ]] || return 0
-	findmnt -rn -o FSTYPE,TARGET 2>/dev/null | while read -r type target; do
-		[[ $target == *"\\x"* ]] && printf -v target '%b' "$target"
-		[[ $target == "$root"/* ]] && printf '%s\t%s\t%s\n' "${#target}" "$type" "$target"
-	done | sort -rn | cut -f2-
+	for ((i = ${#_SFS_MI_TARGET[@]} - 1; i >= 0; i--)); do
+		if [[ ${_SFS_MI_TARGET[i]} == "$root"/* ]]; then
+			_SFS_UNDER_TYPE+=("${_SFS_MI_TYPE[i]}")
+			_SFS_UNDER_TARGET+=("${_SFS_MI_TARGET[i]}")
+		fi
+	done
+	return 0
 }
 
 # _sfs_run_list LIST fuse|rest: undoes the recorded stackfs mounts (fuse)
 # or the other mounts and loop devices (rest), newest first.
 _sfs_run_list() {
-	local list=$1 phase=$2 kind arg pids=() pid
+	local list=$1 phase=$2 kind arg pids=() pid lines i
 	[[ -f $list ]] || return 0
-	while IFS=$'\t' read -r kind arg; do
+	mapfile -t lines <"$list"
+	for ((i = ${#lines[@]} - 1; i >= 0; i--)); do
+		kind=${lines[i]%%$'\t'*}
+		arg=${lines[i]#*$'\t'}
 		case $phase:$kind in
 		hang:hang) _sfs_abort_hang "${arg%%:*}" "${arg#*:}" ;;
 		fuse:stackfs) _sfs_umount_stackfs "$arg" ;;
@@ -359,7 +417,7 @@ _sfs_run_list() {
 		rest:symlink) [[ -L $arg && $(readlink "$arg") == "$SFS" ]] && rm -f "$arg" ;;
 		rest:shared) [[ $arg == /tmp/stackfs-shared.* ]] && rm -rf "$arg" ;;
 		esac
-	done < <(tac "$list")
+	done
 	# daemons recorded at mount time must have ended with their mounts
 	for pid in "${pids[@]}"; do
 		_sfs_reap_daemon "$pid"
@@ -369,13 +427,15 @@ _sfs_run_list() {
 
 # _sfs_sweep fuse|all ROOT...: unmounts what is still mounted under ROOTs.
 _sfs_sweep() {
-	local which=$1 root type target all
+	local which=$1 root type target i types targets
 	shift
-	all=$(findmnt -rn -o TARGET 2>/dev/null)
 	for root in "$@"; do
-		[[ -n $root && $all == *"$root/"* ]] || continue
-		while IFS=$'\t' read -r type target; do
-			[[ -n $target ]] || continue
+		[[ -n $root ]] || continue
+		_sfs_mountinfo
+		_sfs_mounts_under "$root"
+		types=("${_SFS_UNDER_TYPE[@]}") targets=("${_SFS_UNDER_TARGET[@]}")
+		for ((i = 0; i < ${#targets[@]}; i++)); do
+			type=${types[i]} target=${targets[i]}
 			[[ $which == all || $type == fuse* ]] || continue
 			echo "cleanup: $target ($type) was left mounted" >&2
 			if [[ $type == fuse.hangfs ]]; then
@@ -385,21 +445,20 @@ _sfs_sweep() {
 			else
 				_sfs_umount_other "$target"
 			fi
-		done < <(_sfs_mounts_under "$root")
+		done
 	done
 	return 0
 }
 
 _sfs_sweep_loops() {
-	local root dev back all
-	all=$(losetup -n -l -O BACK-FILE 2>/dev/null)
+	local root i
+	_sfs_loops
 	for root in "$@"; do
-		[[ -n $root && $all == *"$root/"* ]] || continue
-		losetup -n -l -O NAME,BACK-FILE 2>/dev/null | while read -r dev back; do
-			back=${back% (deleted)}
-			[[ $back == "$root"/* ]] || continue
-			echo "cleanup: loop device $dev ($back) was left attached" >&2
-			_sfs_detach_loop "$dev"
+		[[ -n $root ]] || continue
+		for ((i = 0; i < ${#_SFS_LOOP_DEV[@]}; i++)); do
+			[[ ${_SFS_LOOP_BACK[i]} == "$root"/* ]] || continue
+			echo "cleanup: loop device ${_SFS_LOOP_DEV[i]} (${_SFS_LOOP_BACK[i]}) was left attached" >&2
+			_sfs_detach_loop "${_SFS_LOOP_DEV[i]}"
 		done
 	done
 	return 0
@@ -526,9 +585,13 @@ assert_refused() {
 # mount(8) runs its helpers with PATH removed from the environment, so
 # mount.fuse3 finds `stackfs` only in the shell's default PATH: this puts a
 # symlink to the build's stackfs into /usr/local/bin for the test (removed
-# at cleanup). Skips when another stackfs is installed there.
+# at cleanup). Skips when another stackfs is installed there. The link is
+# the machine's, not the run's: those tests run on the suite's first
+# filesystem alone, so that the runs of the others, going on at the same
+# time (tests/run), never see it vanish under them.
 sfs_install_for_mount8() {
 	local link=/usr/local/bin/stackfs
+	sfs_once_per_suite
 	if [[ -e $link || -L $link ]]; then
 		[[ -L $link && $(readlink "$link") == "$SFS" ]] && return 0
 		skip "needs /usr/local/bin/stackfs to be this build (another stackfs is installed there)"
