@@ -137,6 +137,8 @@ static int branches_from_ctl(const char *mp, struct mbranch **v, size_t *n)
 		if (ret < 0)
 			break;
 		sfs_unescape(r.path);
+		if (!strcmp(r.mode, "data")) /* holds no names of the view */
+			continue;
 		ret = mb_push(v, n, r.path, strlen(r.path), !strcmp(r.mode, "rw"));
 	}
 	free(body);
@@ -321,7 +323,8 @@ static int spec_branches(pid_t pid, const char *cwd, const char *pos, struct mbr
 	if (ret < 0)
 		snprintf(err, errlen, "command line of stackfsd pid %d: %s", (int)pid, perr);
 	for (size_t i = 0; ret == 0 && i < ns; i++)
-		ret = push_resolved(v, nv, cwd, specs[i].path, specs[i].mode == SFS_BRANCH_RW);
+		if (specs[i].mode != SFS_BRANCH_DATA) /* holds no names of the view */
+			ret = push_resolved(v, nv, cwd, specs[i].path, specs[i].mode == SFS_BRANCH_RW);
 	sfs_branch_spec_free(specs, ns);
 	return ret;
 }

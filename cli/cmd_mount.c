@@ -123,7 +123,9 @@ const struct sfs_cmd sfs_cmd_mount = {
 	.summary = "Mount the union of BRANCHES on MOUNTPOINT",
 	.help =
 		"BRANCHES is DIR[=MODE]:DIR[=MODE]..., highest priority first; MODE is\n"
-		"rw or ro (the first branch defaults to rw, the others to ro). Write a\n"
+		"rw, ro or data (the first branch defaults to rw, the others to ro; a\n"
+		"data branch only holds the data of metacopy files above it, and comes\n"
+		"last). Write a\n"
 		"':', '=' or '\\' inside a path with a '\\' before it.\n"
 		"Without -f, the command returns once the mount is live; the daemon\n"
 		"logs to syslog (see -o log=).\n",

@@ -231,6 +231,37 @@ static int meta_check(const struct sfs_branch *b, unsigned idx,
 	return ret;
 }
 
+
+/* The first data-only branch, or n. */
+static unsigned data_from(const struct sfs_snap *s)
+{
+	unsigned i = 0;
+
+	while (i < s->n && s->b[i]->mode != SFS_BRANCH_DATA)
+		i++;
+	return i;
+}
+
+/* A live change keeps the data-only branches last and leaves a branch
+ * that shows something (the spec's rule, branch_spec.c). */
+static int change_data_order(const struct sfs_snap *s, char *err, size_t errlen)
+{
+	unsigned d = data_from(s);
+
+	for (unsigned i = d; i < s->n; i++) {
+		if (s->b[i]->mode != SFS_BRANCH_DATA) {
+			berr(err, errlen, "%s would be below the data-only branch %s "
+			     "(data-only branches come last)", s->b[i]->path, s->b[d]->path);
+			return -EINVAL;
+		}
+	}
+	if (s->n && d == 0) {
+		berr(err, errlen, "only data-only branches would be left");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* A read-only branch in the middle of a commit (its marker) shows half
  * of it: refused like a rw one (sfs_meta_check says the same). */
 static int pending_check(const struct sfs_branch *b, unsigned idx,
@@ -297,6 +328,7 @@ int sfs_snap_open(const struct sfs_branch_spec *specs, size_t n,
 		if (s->top_rw < 0 && b->mode == SFS_BRANCH_RW)
 			s->top_rw = (int)i;
 	}
+	s->data_from = data_from(s);
 	*out = s;
 	s = NULL;
 	ret = 0;
@@ -413,7 +445,8 @@ static void register_below(struct sfs_snap *s)
 	}
 }
 
-/* Records the branch list in every rw branch, for fsck. */
+/* Records the branch list in every rw branch, for fsck and diff: the
+ * branches that show names (data-only ones hold no names to judge). */
 static void write_lowers(struct sfs_snap *s)
 {
 	struct sfs_lower *v = calloc(s->n, sizeof(*v));
@@ -427,7 +460,7 @@ static void write_lowers(struct sfs_snap *s)
 	}
 	for (unsigned i = 0; i < s->n; i++)
 		if (s->b[i]->meta)
-			sfs_meta_write_lowers(s->b[i]->meta, v, s->n);
+			sfs_meta_write_lowers(s->b[i]->meta, v, s->data_from);
 	free(v);
 }
 
@@ -584,6 +617,8 @@ int sfs_snap_change(const struct sfs_snap *old, const struct sfs_change *c,
 		if (s->top_rw < 0 && s->b[i]->mode == SFS_BRANCH_RW)
 			s->top_rw = (int)i;
 	}
+	if (ret == 0 && (ret = change_data_order(s, err, errlen)) == 0)
+		s->data_from = data_from(s);
 	if (ret == 0 && s->n == 0) {
 		berr(err, errlen, "no branch would be left");
 		ret = -EINVAL;

@@ -47,6 +47,7 @@ struct sfs_snap {
 	unsigned gen;             /* bumped on every branch change */
 	unsigned n;
 	int top_rw;               /* index of the highest rw branch, -1 if none */
+	unsigned data_from;       /* the first data-only branch, n if none */
 	struct sfs_meta *reg;     /* the registry of ids (of a rw branch kept
 				   * across changes), or NULL */
 	struct sfs_branch *b[];

@@ -141,7 +141,7 @@ static void list_branches(struct reply *r, const char *prefix)
 			break;
 		}
 		out(r, "%s%u\t%s\t%s\t%u\t%s\t%llu\n", prefix, i, path,
-		    b->mode == SFS_BRANCH_RW ? "rw" : "ro", b->id, type, avail);
+		    sfs_branch_mode_name(b->mode), b->id, type, avail);
 		free(path);
 	}
 	sfs_snap_put(s);

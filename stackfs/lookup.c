@@ -60,7 +60,8 @@ static unsigned view_of(const struct sfs_stack *dst, struct sfs_uview *v,
 {
 	unsigned n = dst->n < SFS_U_MAX_LAYERS ? dst->n : SFS_U_MAX_LAYERS;
 
-	*v = (struct sfs_uview){ dst->snap->n, 0, roots_below, met, dst->snap };
+	*v = (struct sfs_uview){ dst->snap->n, 0, dst->snap->data_from, roots_below, met,
+				 dst->snap };
 	for (unsigned i = 0; i < n; i++)
 		dir[i] = (struct sfs_ulayer){ dst->l[i].fd, dst->l[i].bidx, NULL };
 	return n;

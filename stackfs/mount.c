@@ -26,7 +26,8 @@ void sfs_notify_attr(struct sfs_node *n)
 		fuse_lowlevel_notify_inval_inode(sfs_m.se, sfs_node_id(n), -1, 0);
 }
 
-/* The root's stack: every branch root, down to the first opaque one. */
+/* The root's stack: every branch root, down to the first opaque one or
+ * the data-only branches. */
 int sfs_root_stack(struct sfs_snap *s, struct sfs_stack **out, struct stat *id)
 {
 	struct sfs_stack *st = sfs_stack_new(s, s->n);
@@ -34,7 +35,7 @@ int sfs_root_stack(struct sfs_snap *s, struct sfs_stack **out, struct stat *id)
 	unsigned n = 0;
 	int ret = st ? 0 : -ENOMEM;
 
-	for (unsigned i = 0; ret == 0 && i < s->n; i++) {
+	for (unsigned i = 0; ret == 0 && i < s->data_from; i++) {
 		st->l[n].fd = fcntl(s->b[i]->root_fd, F_DUPFD_CLOEXEC, 0);
 		st->l[n].bidx = i;
 		ret = st->l[n].fd < 0 ? -errno : sfs_do_fstat(st->l[n].fd, n ? id : &top);
@@ -42,7 +43,7 @@ int sfs_root_stack(struct sfs_snap *s, struct sfs_stack **out, struct stat *id)
 			break;
 		if (n++ == 0)
 			*id = top;
-		if (i + 1 < s->n && sfs_wh_is_opaque(st->l[n - 1].fd) == 1)
+		if (i + 1 < s->data_from && sfs_wh_is_opaque(st->l[n - 1].fd) == 1)
 			break;
 	}
 	if (ret < 0 && st)

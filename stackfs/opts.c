@@ -241,6 +241,7 @@ static int ovl_spec(char **out)
 	const char *p = ovl.upperdir;
 	size_t size;
 	unsigned idx = 1;
+	bool data = false;
 	FILE *f = open_memstream(out, &size);
 	int ret = -1;
 
@@ -253,18 +254,22 @@ static int ovl_spec(char **out)
 		}
 		fputs("=rw:", f);
 	}
+	/* "a:b::c::d": the layers after the first "::" are data-only */
 	for (p = ovl.lowerdir;; p++, idx++) {
 		long n = ovl_put_path(f, &p, 1);
 
 		if (n <= 0) {
 			sfs_errmsg("bad option 'lowerdir=%s': %s (directory %u)",
-				ovl.lowerdir, n < 0 ? "trailing backslash" :
-				"empty path (data-only layers '::' are not supported)", idx);
+				ovl.lowerdir, n < 0 ? "trailing backslash" : "empty path", idx);
 			goto out;
 		}
-		fputs("=ro", f);
+		fputs(data ? "=data" : "=ro", f);
 		if (!*p)
 			break;
+		if (p[1] == ':') { /* "::" */
+			data = true;
+			p++;
+		}
 		fputc(':', f);
 	}
 	ret = 0;
@@ -561,7 +566,7 @@ void sfs_opts_usage(const char *prog)
 	printf("usage: %s [-f] [-d] [-o OPTIONS] BRANCHES MOUNTPOINT\n"
 	       "       %s [-f] [-d] -o lowerdir=DIR[:DIR...][,upperdir=DIR] [SOURCE] MOUNTPOINT\n"
 	       "\n"
-	       "BRANCHES is DIR[=rw|ro]:DIR[=rw|ro]..., highest priority first;\n"
+	       "BRANCHES is DIR[=rw|ro|data]:DIR[=rw|ro|data]..., highest priority first;\n"
 	       "the first branch is rw unless told, the others ro. Write ':', '='\n"
 	       "or '\\' inside a path with a backslash before it.\n", prog, prog);
 	sfs_optlist_print(stdout, SFS_OPTG_MOUNT_OPTS | SFS_OPTG_MASK(SFS_OPTG_CMDLINE));

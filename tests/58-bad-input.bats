@@ -170,6 +170,9 @@ open(sys.argv[1], "wb").write(bytes(r.randrange(256) for _ in range(int(sys.argv
 @test "spec 28: the mount point is a regular file" { touch "$T/mpfile"; refused_mount 1 "mpfile" "$UP:$LO" "$T/mpfile"; }
 @test "spec 29: a missing mount point (named, not created)" { refused_mount 1 "$T/nomnt" "$UP:$LO" "$T/nomnt"; }
 @test "spec 30: an empty mount point argument" { refused_mount 1 "mountpoint" "$UP:$LO" ""; }
+@test "spec 31: a data-only branch above a ro one" { refused_mount 1 "data-only branches come last" "$UP:$LO=data:$T" "$MNT"; }
+@test "spec 32: a data-only branch alone" { refused_mount 1 "cannot be the highest" "$LO=data" "$MNT"; }
+@test "spec 33: mode =data for the first branch, a ro one below" { refused_mount 1 "data-only branches come last" "$UP=data:$LO" "$MNT"; }
 
 # ================================================================ damaged metadata
 

@@ -209,3 +209,65 @@ kernel_view() {
 	assert_output --partial "metacopy file whose data is in no branch below"
 	sfs_assert_unchanged "$LO"
 }
+
+# A composefs-style pair: a metadata layer M of metacopy files whose
+# absolute redirects name content-addressed objects in a data-only layer D
+# (kernel overlayfs's lowerdir=M::D, Linux 6.5+).
+data_layers() {
+	local m=$T/M d=$T/D
+	mkdir -p "$m/etc" "$d/objects/ab" "$d/objects/cd"
+	printf 'config data\n' >"$d/objects/ab/cdef"
+	head -c 1048576 /dev/urandom >"$d/objects/cd/0123"
+	truncate -s 12 "$m/etc/conf"
+	truncate -s 1048576 "$m/blob"
+	setfattr -n trusted.overlay.metacopy "$m/etc/conf"
+	setfattr -n trusted.overlay.redirect -v /objects/ab/cdef "$m/etc/conf"
+	setfattr -n trusted.overlay.metacopy "$m/blob"
+	setfattr -n trusted.overlay.redirect -v /objects/cd/0123 "$m/blob"
+	chmod 0640 "$m/etc/conf"
+	truncate -s 5 "$m/gone"
+	setfattr -n trusted.overlay.metacopy "$m/gone"
+	setfattr -n trusted.overlay.redirect -v /objects/ee/none "$m/gone"
+}
+
+@test "data-only branches (=data, lowerdir=M::D): metacopy files read their objects there, as the kernel shows them" {
+	sfs_require_cmd setfattr
+	data_layers
+	sfs_record mount "$KMNT"
+	mount -t overlay overlay -o "lowerdir=$T/M::$T/D" "$KMNT" ||
+		skip "this kernel's overlayfs has no data-only layers"
+	(cd "$KMNT" && find . -printf '%p %y\n' | LC_ALL=C sort) >"$T/kernel.txt"
+	cmp "$KMNT/blob" "$T/D/objects/cd/0123" || fail "the kernel does not read the object"
+	umount "$KMNT"
+	sfs_mount "$UP:$T/M=ro:$T/D=data" "$MNT"
+	(cd "$MNT" && find . -printf '%p %y\n' | LC_ALL=C sort) >"$T/stackfs.txt"
+	run -0 diff "$T/kernel.txt" "$T/stackfs.txt"
+	run -0 cat "$MNT/etc/conf"
+	assert_output "config data"
+	cmp "$MNT/blob" "$T/D/objects/cd/0123"
+	[[ $(stat -c %a "$MNT/etc/conf") == 640 ]]
+	run ls "$MNT/objects"
+	((status != 0)) || fail "the data-only branch's names show: $output"
+	run cat "$MNT/gone"
+	[[ $output == *"Input/output error"* ]] || fail "cat said: $output"
+	# a write copies the object's data up
+	echo more >>"$MNT/etc/conf"
+	run -0 cat "$UP/etc/conf"
+	assert_output $'config data\nmore'
+	run -0 "$SFS" status "$MNT"
+	assert_output --partial "data"
+}
+
+@test "data-only branches come last: a spec with one above another branch is refused, and so is a live change that would put one there" {
+	mkdir -p "$T/M" "$T/D" "$T/E"
+	run "$SFS" mount "$UP:$T/D=data:$T/M=ro" "$MNT"
+	((status != 0)) || fail "mounted: $output"
+	assert_output --partial "data-only branches come last"
+	run "$SFS" mount "$T/D=data" "$MNT"
+	((status != 0)) || fail "mounted: $output"
+	sfs_mount "$UP:$T/M=ro:$T/D=data" "$MNT"
+	run "$SFS" branch add "$MNT" "$T/E" --bottom
+	((status != 0)) || fail "branch add below the data-only branch: $output"
+	assert_output --partial "data-only"
+	run -0 "$SFS" branch add "$MNT" "$T/E" --top
+}

@@ -200,11 +200,26 @@ names() {
 	names lowerdir
 }
 
-@test "refused: an empty directory in lowerdir (A::B, A:)" {
-	refused -o "lowerdir=$LO::$LO2,upperdir=$UP" overlay "$MNT"
-	names lowerdir
+@test "refused: an empty directory in lowerdir (A:, A::, ::B, A:::B)" {
 	refused -o "lowerdir=$LO:,upperdir=$UP" overlay "$MNT"
 	names lowerdir
+	refused -o "lowerdir=$LO::,upperdir=$UP" overlay "$MNT"
+	names lowerdir
+	refused -o "lowerdir=::$LO2,upperdir=$UP" overlay "$MNT"
+	names lowerdir
+	refused -o "lowerdir=$LO:::$LO2,upperdir=$UP" overlay "$MNT"
+	names lowerdir
+}
+
+@test "lowerdir=A::B: B is a data-only layer, its names never show" {
+	echo lo >"$LO/l"
+	echo hidden >"$LO2/only-data"
+	ovl_mount "lowerdir=$LO::$LO2,upperdir=$UP,workdir=$WORK"
+	run -0 ls -A "$MNT"
+	refute_output --partial only-data
+	assert_output --partial l
+	run -0 "$SFS" status "$MNT"
+	assert_output --partial "data"
 }
 
 @test "refused: BRANCHES and lowerdir= both given, the message names both" {

@@ -82,12 +82,14 @@ static int parse_element(const char **pp, size_t idx, struct sfs_branch_spec *ou
 		out->mode = SFS_BRANCH_RW;
 	else if (!strcmp(mode, "ro"))
 		out->mode = SFS_BRANCH_RO;
+	else if (!strcmp(mode, "data"))
+		out->mode = SFS_BRANCH_DATA;
 	else if (!mode[0]) {
-		spec_err(err, errlen, "branch %zu (\"%s\"): empty mode after '=' (rw or ro)",
+		spec_err(err, errlen, "branch %zu (\"%s\"): empty mode after '=' (rw, ro or data)",
 			 idx, path);
 		goto out_free;
 	} else {
-		spec_err(err, errlen, "branch %zu (\"%s\"): unknown mode \"%s\" (rw or ro)",
+		spec_err(err, errlen, "branch %zu (\"%s\"): unknown mode \"%s\" (rw, ro or data)",
 			 idx, path, mode);
 		goto out_free;
 	}
@@ -99,6 +101,31 @@ static int parse_element(const char **pp, size_t idx, struct sfs_branch_spec *ou
 out_free:
 	free(path);
 	return ret;
+}
+
+const char *sfs_branch_mode_name(enum sfs_branch_mode m)
+{
+	return m == SFS_BRANCH_RW ? "rw" : m == SFS_BRANCH_DATA ? "data" : "ro";
+}
+
+/* Data-only branches hold no names of the view: below every other, and
+ * never all of them. */
+static int check_data_order(const struct sfs_branch_spec *v, size_t n, char *err,
+			    size_t errlen)
+{
+	for (size_t i = 1; i < n; i++) {
+		if (v[i - 1].mode == SFS_BRANCH_DATA && v[i].mode != SFS_BRANCH_DATA) {
+			spec_err(err, errlen, "branch %zu (\"%s\"): below the data-only branch %zu "
+				 "(data-only branches come last)", i + 1, v[i].path, i);
+			return -EINVAL;
+		}
+	}
+	if (v[0].mode == SFS_BRANCH_DATA) {
+		spec_err(err, errlen, "branch 1 (\"%s\"): a data-only branch cannot be the "
+			 "highest (it shows nothing of its own)", v[0].path);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 int sfs_branch_spec_parse(const char *spec, struct sfs_branch_spec **out,
@@ -127,6 +154,9 @@ int sfs_branch_spec_parse(const char *spec, struct sfs_branch_spec **out,
 		if (*p == ':')
 			p++;
 	}
+	ret = check_data_order(v, cnt, err, errlen);
+	if (ret)
+		goto out_free;
 	*out = v;
 	*n = cnt;
 	return 0;

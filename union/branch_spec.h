@@ -1,11 +1,18 @@
-/* The BRANCHES syntax, "DIR[=rw|ro]:DIR[=rw|ro]...", highest priority
- * first: what the daemon mounts and what diff takes (branch_spec.c). */
+/* The BRANCHES syntax, "DIR[=rw|ro|data]:DIR[=rw|ro|data]...", highest
+ * priority first: what the daemon mounts and what diff takes
+ * (branch_spec.c). A data-only branch (kernel overlayfs's "lowerdir=a::b")
+ * shows nothing of its own: it only holds the data of metacopy files of
+ * the branches above, reached by their absolute redirects; data-only
+ * branches come below every other. */
 #ifndef SFS_UNION_BRANCH_SPEC_H
 #define SFS_UNION_BRANCH_SPEC_H
 
 #include <stddef.h>
 
-enum sfs_branch_mode { SFS_BRANCH_RO = 0, SFS_BRANCH_RW = 1 };
+enum sfs_branch_mode { SFS_BRANCH_RO = 0, SFS_BRANCH_RW = 1, SFS_BRANCH_DATA = 2 };
+
+/* "rw", "ro" or "data". */
+const char *sfs_branch_mode_name(enum sfs_branch_mode m);
 
 /* One element of a parsed "DIR[=MODE]:DIR[=MODE]..." spec. */
 struct sfs_branch_spec {
@@ -14,7 +21,7 @@ struct sfs_branch_spec {
 };
 
 /* Parses a BRANCHES spec. ':' separates branches, '=' introduces a mode
- * (rw|ro), '\' escapes the next character. The first branch defaults to
+ * (rw|ro|data), '\' escapes the next character. The first branch defaults to
  * rw, the others to ro. Returns 0, or -EINVAL with a one-line message in
  * err. On success *out holds *n specs to free with sfs_branch_spec_free. */
 int sfs_branch_spec_parse(const char *spec, struct sfs_branch_spec **out,

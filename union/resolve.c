@@ -181,11 +181,26 @@ static int look(struct res *r, const struct sfs_ulayer *dl, const char *name, bo
 	return below || ret < 0 ? ret : 0;
 }
 
+/* Keeps of the k roots in l those of branches [lo, hi), closing the
+ * others; how many are kept. */
+static unsigned keep_roots(struct sfs_ulayer *l, unsigned k, unsigned lo, unsigned hi)
+{
+	unsigned j = 0;
+
+	for (unsigned i = 0; i < k; i++) {
+		if (l[i].b >= lo && l[i].b < hi)
+			l[j++] = l[i];
+		else
+			close(l[i].fd);
+	}
+	return j;
+}
+
 /* Resolves absolute path component by component in the union of the
- * branches below b (whose own whiteouts, opaque directories and
+ * branches [lo, hi) below b (whose own whiteouts, opaque directories and
  * redirects count): 0 with *out (out->n 0: nothing there), or -errno. */
-static int walk_abs(const struct sfs_uview *v, unsigned b, const char *path,
-		    struct sfs_uentry *out)
+static int walk_abs(const struct sfs_uview *v, unsigned b, unsigned lo, unsigned hi,
+		    const char *path, struct sfs_uentry *out)
 {
 	struct sfs_uentry *next = calloc(1, sizeof(*next));
 	char *copy = strdup(path), *save = NULL, *c;
@@ -196,7 +211,7 @@ static int walk_abs(const struct sfs_uview *v, unsigned b, const char *path,
 	if (ret == 0 && (k = v->roots_below(v->arg, b, out->l, SFS_U_MAX_LAYERS)) < 0)
 		ret = k;
 	if (ret == 0) {
-		out->n = (unsigned)k;
+		out->n = keep_roots(out->l, (unsigned)k, lo, hi);
 		if (v->split && !(out->lower_path = strdup("")))
 			ret = -ENOMEM;
 	}
@@ -224,7 +239,7 @@ static int follow_abs(struct res *r, unsigned b, const char *path)
 {
 	const struct sfs_uview *v = r->v;
 	struct sfs_uentry *cur = calloc(1, sizeof(*cur));
-	int ret = cur ? walk_abs(v, b, path, cur) : -ENOMEM;
+	int ret = cur ? walk_abs(v, b, 0, v->data_from, path, cur) : -ENOMEM;
 
 	if (ret == 0 && (!cur->n || !S_ISDIR(cur->top.st_mode)))
 		ret = -ENOENT;
@@ -292,6 +307,24 @@ static void take_data(struct sfs_uentry *e, struct sfs_uentry *below)
 	from->path = NULL;
 }
 
+/* A metacopy's absolute redirect in the data-only branches, each looked
+ * at alone, highest first (kernel overlayfs's data-only layers): the
+ * first regular file there is the data. */
+static int find_in_data_branches(struct res *r, struct sfs_uentry *below, const char *to)
+{
+	int ret = 0;
+
+	for (unsigned d = r->v->data_from; ret == 0 && d < r->v->n && r->e->data.fd < 0; d++) {
+		sfs_uentry_drop(below);
+		ret = walk_abs(r->v, r->e->l[0].b, d, d + 1, to, below);
+		if (ret == 0 && below->n && S_ISREG(below->top.st_mode))
+			take_data(r->e, below);
+		if (ret == -ENOENT) /* a component there is no directory */
+			ret = 0;
+	}
+	return ret;
+}
+
 /* The data of the metacopy file found at layer i of dir: the regular
  * file its name, or its redirect (absolute: from the roots of the
  * branches below its own; a bare name: in the parent's layers below),
@@ -304,12 +337,15 @@ static int find_data(struct res *r, const struct sfs_ulayer *dir, unsigned ndir,
 	int ret = below ? 0 : -ENOMEM;
 
 	r->mc_redirect = NULL;
-	if (ret == 0 && to && to[0] == '/')
-		ret = walk_abs(r->v, r->e->l[0].b, to, below);
-	else if (ret == 0 && (!to || !strchr(to, '/')) && i + 1 < ndir)
+	if (ret == 0 && to && to[0] == '/') {
+		ret = walk_abs(r->v, r->e->l[0].b, 0, r->v->data_from, to, below);
+		ret = ret == -ENOENT ? 0 : ret; /* a component is no directory */
+	} else if (ret == 0 && (!to || !strchr(to, '/')) && i + 1 < ndir)
 		ret = sfs_u_resolve(r->v, dir + i + 1, ndir - i - 1, NULL, to ? to : name, below);
 	if (ret == 0 && below->n && S_ISREG(below->top.st_mode))
 		take_data(r->e, below);
+	if (ret >= 0 && r->e->data.fd < 0 && to && to[0] == '/')
+		ret = find_in_data_branches(r, below, to);
 	if (below)
 		sfs_uentry_drop(below);
 	free(below);

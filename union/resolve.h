@@ -13,7 +13,9 @@
  *  - a kernel overlayfs metacopy file (whiteout/metacopy.h) shows its own
  *    metadata and the data of the regular file its name, or its redirect,
  *    resolves to in the layers below (followed again when that is a
- *    metacopy too); with none there it has no data.
+ *    metacopy too), or for an absolute redirect, failing that, in the
+ *    first data-only branch that holds a regular file there; with none
+ *    there it has no data.
  * Whiteouts are looked for only where there are layers below to hide.
  * What is cached, and how identity and the hard-link index are decided,
  * stays with the callers. */
@@ -41,6 +43,10 @@ struct sfs_uview {
 	 * branches from split down is looked up for the entry (lower_path):
 	 * commit folds branch 0 into the ones below and keeps that reachable. */
 	unsigned split;
+	/* Branches data_from..n are data-only (n when none): nothing of them
+	 * shows; a metacopy's absolute redirect is looked up in them, each
+	 * alone, after the branches above them found no data. */
+	unsigned data_from;
 	/* The roots of the branches below b into out (fds the rules close,
 	 * paths ""), for an absolute redirect: how many, or -errno. */
 	int (*roots_below)(void *arg, unsigned b, struct sfs_ulayer *out, unsigned max);

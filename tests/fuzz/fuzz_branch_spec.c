@@ -14,7 +14,8 @@
  *
  * What is checked besides surviving every input:
  *  - success gives one element per unescaped ':' plus one, each with a
- *    non-empty path and mode rw or ro, the first rw when no mode is given;
+ *    non-empty path and mode rw, ro or data, the first rw when no mode is
+ *    given, no data-only branch above another (and never the first);
  *  - failure gives -EINVAL (or -ENOMEM) and a non-empty one-line message
  *    without control characters (it is printed to a terminal);
  *  - a spec written from known paths and modes, escaped as the README
@@ -105,7 +106,7 @@ static char *unparse(const struct sfs_branch_spec *v, size_t n)
 	char *buf;
 
 	for (size_t i = 0; i < n; i++)
-		cap += 2 * strlen(v[i].path) + 5;
+		cap += 2 * strlen(v[i].path) + 7;
 	buf = malloc(cap);
 	if (!buf)
 		abort();
@@ -113,8 +114,7 @@ static char *unparse(const struct sfs_branch_spec *v, size_t n)
 		if (i)
 			buf[len++] = ':';
 		put_escaped(buf, &len, v[i].path);
-		memcpy(buf + len, v[i].mode == SFS_BRANCH_RW ? "=rw" : "=ro", 3);
-		len += 3;
+		len += (size_t)sprintf(buf + len, "=%s", sfs_branch_mode_name(v[i].mode));
 	}
 	buf[len] = '\0';
 	return buf;
@@ -146,8 +146,11 @@ static void parse_one(const char *spec, size_t len)
 	for (size_t i = 0; i < n; i++) {
 		CHECK(v[i].path && v[i].path[0], "element %zu: empty path from \"%s\"",
 		      i, show(spec, len));
-		CHECK(v[i].mode == SFS_BRANCH_RW || v[i].mode == SFS_BRANCH_RO,
+		CHECK(v[i].mode == SFS_BRANCH_RW || v[i].mode == SFS_BRANCH_RO ||
+		      (v[i].mode == SFS_BRANCH_DATA && i > 0),
 		      "element %zu: mode %d", i, (int)v[i].mode);
+		CHECK(i == 0 || v[i - 1].mode != SFS_BRANCH_DATA || v[i].mode == SFS_BRANCH_DATA,
+		      "element %zu: below a data-only branch", i);
 	}
 	/* escaped again, it parses to the same */
 	{
