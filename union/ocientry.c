@@ -295,36 +295,84 @@ static int symlink_target(int fd, off_t len, char **out)
 	return 0;
 }
 
-/* Exactly size bytes of the file fd holds, which must have that many:
- * a file that shrank or grew since its header was made is an error (the
- * header's size cannot change any more). */
-static int file_data(struct sfs_oci *w, int fd, uint64_t size, const char **why)
+/* n zeros of the archive for a hole of the file, never read: a read of
+ * a hole fills the page cache with zero pages (gigabytes for a big
+ * sparse file). */
+static int put_zeros(struct sfs_oci *w, uint64_t n)
+{
+	static const char zero[1 << 16];
+	int ret = 0;
+
+	while (ret == 0 && n) {
+		size_t k = n < sizeof(zero) ? (size_t)n : sizeof(zero);
+
+		ret = sfs_tar_data(&w->tar, zero, k);
+		n -= k;
+	}
+	return ret;
+}
+
+/* The bytes [off, end) of rfd, which must all be there. */
+static int put_read(struct sfs_oci *w, int rfd, off_t off, off_t end, const char **why)
 {
 	char buf[1 << 16];
-	int rfd = sfs_do_reopen(fd, O_RDONLY);
-	int ret = rfd < 0 ? -errno : 0;
+	int ret = 0;
 
-	while (ret == 0) {
-		size_t want = size < sizeof(buf) ? (size_t)size : sizeof(buf);
-		ssize_t n = read(rfd, buf, want ? want : 1);
+	while (ret == 0 && off < end) {
+		size_t want = end - off < (off_t)sizeof(buf) ? (size_t)(end - off) : sizeof(buf);
+		ssize_t n = pread(rfd, buf, want, off);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
 			ret = -errno;
-		} else if (!want) {
-			if (n > 0) {
-				*why = "the file grew while it was read";
-				ret = CHANGED;
-			}
-			break;
 		} else if (n == 0) {
 			*why = "the file shrank while it was read";
 			ret = CHANGED;
 		} else {
 			ret = sfs_tar_data(&w->tar, buf, (size_t)n);
-			size -= (uint64_t)n;
+			off += n;
 		}
+	}
+	return ret;
+}
+
+/* Where the data at or after off begins (SEEK_DATA), or end when only a
+ * hole is left; a filesystem that cannot say has data everywhere. */
+static off_t next_data(int rfd, off_t off, off_t end, int whence)
+{
+	off_t r = lseek(rfd, off, whence);
+
+	if (r < 0)
+		return errno == ENXIO ? end : whence == SEEK_DATA ? off : end;
+	return r < end ? r : end;
+}
+
+/* Exactly size bytes of the file fd holds: holes as zeros, data as
+ * read. A file that shrank or grew since its header was made is an
+ * error: the header's size cannot change any more. */
+static int file_data(struct sfs_oci *w, int fd, uint64_t size, const char **why)
+{
+	int rfd = sfs_do_reopen(fd, O_RDONLY);
+	off_t off = 0, end = (off_t)size;
+	struct stat st;
+	int ret = rfd < 0 ? -errno : 0;
+
+	while (ret == 0 && off < end) {
+		off_t data = next_data(rfd, off, end, SEEK_DATA);
+		off_t hole = data < end ? next_data(rfd, data, end, SEEK_HOLE) : end;
+
+		ret = put_zeros(w, (uint64_t)(data - off));
+		if (ret == 0)
+			ret = put_read(w, rfd, data, hole, why);
+		off = hole;
+	}
+	if (ret == 0 && fstat(rfd, &st) < 0)
+		ret = -errno;
+	if (ret == 0 && st.st_size != end) {
+		*why = st.st_size > end ? "the file grew while it was read" :
+					  "the file shrank while it was read";
+		ret = CHANGED;
 	}
 	if (rfd >= 0)
 		close(rfd);
