@@ -147,6 +147,8 @@ for i, m in enumerate(ms):
         x = k[len("SCHILY.xattr."):]
         if k.startswith("SCHILY.xattr.") and x.startswith(("trusted.overlay.", "user.overlay.", "trusted.stackfs.")):
             bad.append("private xattr %s on %r" % (x, m.name))
+        if k.startswith("SCHILY.xattr.trusted.SGI_"):
+            bad.append("XFS's own alias of an ACL %s on %r" % (x, m.name))
 # in each directory the whiteouts come before the other entries
 last_wh, first_other = {}, {}
 for i, m in enumerate(ms):

@@ -166,13 +166,15 @@ static void xattrs_free(struct xattrs *x)
 	memset(x, 0, sizeof(*x));
 }
 
-/* Left out: the union's own (whiteouts, opaque, redirects, origins:
- * what the layer says in its own words) and the host's SELinux label,
- * which runtimes set anew where the layer is used (GNU tar too keeps it
- * for --selinux). */
-static bool skipped(const char *name)
+/* Left out: what a copy leaves out (sfs_xattr_copied): the union's own
+ * (whiteouts, opaque, redirects, origins: the layer says them in its own
+ * words), what libattr's policy skips (XFS lists each ACL a second time
+ * as trusted.SGI_ACL_*, in its own format); and the host's SELinux
+ * label, which runtimes set anew where the layer is used (GNU tar too
+ * keeps it for --selinux). */
+static bool skipped(const char *name, bool symlink)
 {
-	return sfs_xattr_is_private(name) || !strcmp(name, "security.selinux");
+	return !sfs_xattr_copied(name, symlink) || !strcmp(name, "security.selinux");
 }
 
 static int xname_cmp(const void *a, const void *b)
@@ -229,7 +231,8 @@ static ssize_t xattr_value(int fd, const char *ent, const char *name, void **out
 	return CHANGED;
 }
 
-/* The xattrs of (fd, ent) to write, sorted by name. */
+/* The xattrs of (fd, ent) to write, sorted by name (ent a symlink's
+ * name, or "" for fd itself). */
 static int xattrs_read(int fd, const char *ent, struct xattrs *x)
 {
 	size_t len = 0;
@@ -244,7 +247,7 @@ static int xattrs_read(int fd, const char *ent, struct xattrs *x)
 		void *val = NULL;
 		ssize_t n;
 
-		if (skipped(x->names + i))
+		if (skipped(x->names + i, ent[0] != '\0'))
 			continue;
 		n = xattr_value(fd, ent, x->names + i, &val);
 		if (n == -ENODATA)

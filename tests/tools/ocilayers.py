@@ -36,6 +36,7 @@ removes everything the layers below have in it), then its own entries are
 added (a directory merges with a directory below, anything else replaces
 what is below). A whiteout never shows.
 """
+import errno
 import hashlib
 import os
 import random
@@ -263,7 +264,13 @@ def set_meta(path, m):
             for k, v in m.pax_headers.items() if k.startswith("SCHILY.xattr.")}
     for x in os.listxattr(path, follow_symlinks=False):
         if x not in want:
-            os.removexattr(path, x, follow_symlinks=False)
+            try:
+                os.removexattr(path, x, follow_symlinks=False)
+            except OSError as e:
+                # XFS lists each ACL twice (system.posix_acl_* and
+                # trusted.SGI_ACL_*): one removed, the other is gone
+                if e.errno != errno.ENODATA:
+                    raise
     for x, v in sorted(want.items()):
         os.setxattr(path, x, v, follow_symlinks=False)
     ns = pax_ns(m)
