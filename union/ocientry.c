@@ -182,7 +182,7 @@ static int xname_cmp(const void *a, const void *b)
 	return strcmp(((const struct sfs_tar_xattr *)a)->name, ((const struct sfs_tar_xattr *)b)->name);
 }
 
-/* The names of (fd, ent)'s xattrs into x->names, their count in *n. */
+/* The names of (fd, ent)'s xattrs into x->names, their bytes in *len. */
 static int xattr_list(int fd, const char *ent, struct xattrs *x, size_t *len)
 {
 	size_t size = 4096;
