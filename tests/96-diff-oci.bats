@@ -282,6 +282,25 @@ EOF
 		fail "$stderr"
 }
 
+@test "an entry no layer can hold stops it between two entries: the archive reads as truncated, exit 1" {
+	echo a >"$UP/a"
+	echo z >"$UP/z"
+	setfattr -n 'user.x=y' -v 1 "$UP/z" || skip "$SFS_FS takes no '=' in an xattr name"
+	run -1 --separate-stderr bash -c '"$1" diff --format=oci --lower "$2" "$3" >"$4"' _ \
+		"$SFS" "$LO" "$UP" "$LAYER"
+	[[ $stderr == *"/z: an xattr whose name holds '='"* && $stderr == *incomplete* ]] || fail "$stderr"
+	# "a" was written whole; a reader that stopped there would take the
+	# archive for complete
+	run tar -tf "$LAYER"
+	((status != 0)) || fail "tar read the cut archive as whole: $output"
+	assert_line a
+	run python3 -c 'import sys, tarfile
+t = tarfile.open(sys.argv[1])
+for m in t:
+    if m.isreg(): t.extractfile(m).read()' "$LAYER"
+	((status != 0)) || fail "python read the cut archive as whole"
+}
+
 @test "a failed write: the errno said, exit 1, and the archive cut short reads as truncated" {
 	sfs_mount "$UP:$LO" "$MNT"
 	dc_change "$MNT"

@@ -425,6 +425,12 @@ static int put_full(struct sfs_oci *w, struct sfs_tar_entry *te, const struct st
 
 	if (ret == 0)
 		ret = lnk ? xattrs_read(dir_fd, name, &x) : xattrs_read(fd, "", &x);
+	for (size_t i = 0; ret == 0 && i < x.n; i++) {
+		if (strchr(x.v[i].name, '=')) { /* a pax key ends at its '=' */
+			*why = "an xattr whose name holds '=': no pax record can say it";
+			ret = -EINVAL;
+		}
+	}
 	if (ret == 0) {
 		te->link = target;
 		te->xattrs = x.v;
