@@ -62,6 +62,16 @@ void sfs_diff_mbranches_free(struct mbranch *v, size_t n);
 int sfs_diff_mount_branches(const char *mp, unsigned ma, unsigned mi,
 			    struct mbranch **v, size_t *n, char *err, size_t errlen);
 
+/* cmd_diff.c: the changes of the union u (sfs_changes_list's result),
+ * with the progress line on a terminal and a line on stderr for each
+ * entry that could not be read (*problems counts them). */
+struct sfs_ch_union;
+struct sfs_changes;
+int sfs_diff_collect(struct sfs_ch_union *u, struct sfs_changes *ch, unsigned *problems);
+/* diff_layer.c: `stackfs diff --format=oci`: the changes of u as an OCI
+ * image layer on stdout, messages on stderr. An exit code. */
+int sfs_diff_layer(struct sfs_ch_union *u);
+
 /* daemons.c: a running stackfsd (not this process) that holds an fd of
  * the directory dir (a branch it uses), by the fds every stackfsd holds:
  * its pid, or 0. */

@@ -1,6 +1,7 @@
 /* stackfs diff: what a rw branch changes relative to the branches below
  * it, like `docker diff`: "A /path", "C /path", "D /path", sorted by path
- * (union/changes.c does the walk). Given a mount point, the highest rw
+ * (union/changes.c does the walk), or as JSON, or as an OCI image layer
+ * (--format=oci: diff_layer.c). Given a mount point, the highest rw
  * branch of the mount and the branches below it; given a branch
  * directory, the branches below it from --lower or from its last mount
  * (.stackfs/lowers). */
@@ -395,9 +396,34 @@ int sfs_diff_mount_branches(const char *mp, unsigned ma, unsigned mi, struct mbr
 
 static const struct option long_opts[] = {
 	{ "json", no_argument, NULL, 'j' },
+	{ "format", required_argument, NULL, 'f' },
 	{ "lower", required_argument, NULL, 'l' },
 	{ NULL, 0, NULL, 0 },
 };
+
+enum diff_format { FMT_TEXT, FMT_JSON, FMT_OCI };
+
+/* --format's word; --json is --format=json. 0, or a usage error. */
+static int set_format(enum diff_format *fmt, bool *given, enum diff_format f)
+{
+	if (*given && *fmt != f)
+		return sfs_cli_usage_error(&sfs_cmd_diff, "one output format: --json and "
+					   "--format=text|json|oci are given together");
+	*fmt = f;
+	*given = true;
+	return 0;
+}
+
+static int parse_format(const char *arg, enum diff_format *fmt, bool *given)
+{
+	if (!strcmp(arg, "text"))
+		return set_format(fmt, given, FMT_TEXT);
+	if (!strcmp(arg, "json"))
+		return set_format(fmt, given, FMT_JSON);
+	if (!strcmp(arg, "oci"))
+		return set_format(fmt, given, FMT_OCI);
+	return sfs_cli_usage_error(&sfs_cmd_diff, "unknown format '%s' (text, json or oci)", arg);
+}
 
 /* A newer format may mark changes this stackfs cannot read. */
 static int check_format(const char *branch, char *err, size_t errlen)
@@ -530,8 +556,10 @@ static int pick_branches(const char *target, char **lowers, size_t nlowers,
 }
 
 /* The options: 0, or the exit code of an error (said). */
-static int parse_args(int argc, char **argv, bool *json, char ***lowers, size_t *nlowers)
+static int parse_args(int argc, char **argv, enum diff_format *fmt, char ***lowers,
+		      size_t *nlowers)
 {
+	bool given = false;
 	int c, status = 0;
 
 	opterr = 0;
@@ -539,7 +567,10 @@ static int parse_args(int argc, char **argv, bool *json, char ***lowers, size_t 
 	while (status == 0 && (c = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
-			*json = true;
+			status = set_format(fmt, &given, FMT_JSON);
+			break;
+		case 'f':
+			status = parse_format(optarg, fmt, &given);
 			break;
 		case 'l': {
 			char **nv = realloc(*lowers, (*nlowers + 1) * sizeof(*nv));
@@ -556,6 +587,8 @@ static int parse_args(int argc, char **argv, bool *json, char ***lowers, size_t 
 		default:
 			if (optopt == 'l' || (optind > 1 && !strcmp(argv[optind - 1], "--lower")))
 				status = sfs_cli_usage_error(&sfs_cmd_diff, "--lower needs a directory");
+			else if (optopt == 'f' || (optind > 1 && !strcmp(argv[optind - 1], "--format")))
+				status = sfs_cli_usage_error(&sfs_cmd_diff, "--format needs text, json or oci");
 			else
 				status = sfs_cli_usage_error(&sfs_cmd_diff, "unknown option '%s'",
 							     argv[optind - 1]);
@@ -566,22 +599,37 @@ static int parse_args(int argc, char **argv, bool *json, char ***lowers, size_t 
 	else if (status == 0 && optind + 1 != argc)
 		status = sfs_cli_usage_error(&sfs_cmd_diff, "unexpected argument '%s'",
 					     argv[optind + 1]);
+	/* a tar stream is bytes for a file or a pipe, not for a terminal */
+	if (status == 0 && *fmt == FMT_OCI && isatty(STDOUT_FILENO))
+		status = sfs_cli_usage_error(&sfs_cmd_diff, "--format=oci writes a tar archive: "
+					     "not to a terminal (redirect standard output to a "
+					     "file or a pipe)");
 	return status;
+}
+
+int sfs_diff_collect(struct sfs_ch_union *u, struct sfs_changes *ch, unsigned *problems)
+{
+	struct diff_out o = { .what = "diff" };
+	struct sfs_changes_opts co = { .progress = on_progress, .problem = on_problem, .arg = &o };
+	int ret;
+
+	sfs_progress_init(&o.bar, PROGRESS_DELAY_NS);
+	ret = sfs_changes_list(u, &co, ch);
+	sfs_progress_erase(&o.bar);
+	if (ret == -ENOMEM)
+		fprintf(stderr, "stackfs: diff: %s\n", strerror(ENOMEM));
+	*problems = o.problems;
+	return ret;
 }
 
 /* Lists the changes of the union u: exit code. */
 static int list(struct sfs_ch_union *u, bool json)
 {
-	struct diff_out o = { .what = "diff" };
-	struct sfs_changes_opts co = { .progress = on_progress, .problem = on_problem, .arg = &o };
 	struct sfs_changes ch = { 0 };
-	int ret, status = 0;
+	unsigned problems = 0;
+	int ret = sfs_diff_collect(u, &ch, &problems), status = 0;
 
-	sfs_progress_init(&o.bar, PROGRESS_DELAY_NS);
-	ret = sfs_changes_list(u, &co, &ch);
-	sfs_progress_erase(&o.bar);
 	if (ret == -ENOMEM) {
-		fprintf(stderr, "stackfs: diff: %s\n", strerror(ENOMEM));
 		status = SFS_EXIT_FAIL;
 		goto out;
 	}
@@ -595,7 +643,7 @@ static int list(struct sfs_ch_union *u, bool json)
 	}
 	if (ret < 0) {
 		fprintf(stderr, "stackfs: diff: %u entr%s could not be read (see above): "
-			"the list is incomplete\n", o.problems, o.problems == 1 ? "y" : "ies");
+			"the list is incomplete\n", problems, problems == 1 ? "y" : "ies");
 		status = SFS_EXIT_FAIL;
 	}
 out:
@@ -608,8 +656,8 @@ static int run_diff(int argc, char **argv)
 	struct sfs_ch_union u;
 	char **lowers = NULL, **paths = NULL, err[700];
 	size_t nlowers = 0, npaths = 0;
-	bool json = false;
-	int status = parse_args(argc, argv, &json, &lowers, &nlowers);
+	enum diff_format fmt = FMT_TEXT;
+	int status = parse_args(argc, argv, &fmt, &lowers, &nlowers);
 
 	if (status)
 		goto out_lowers; /* said */
@@ -626,7 +674,7 @@ static int run_diff(int argc, char **argv)
 		fprintf(stderr, "stackfs: diff: %s\n", err);
 		goto out_paths;
 	}
-	status = list(&u, json);
+	status = fmt == FMT_OCI ? sfs_diff_layer(&u) : list(&u, fmt == FMT_JSON);
 	sfs_ch_union_close(&u);
 out_paths:
 	sfs_ch_names_free(paths, npaths);
@@ -638,6 +686,9 @@ out_lowers:
 static const struct sfs_flag diff_flags[] = {
 	{ NULL, "--json", NULL, "print an array of {\"path\", \"change\"} objects (a\n"
 	  "moved directory also has \"from\": its old path)\n" },
+	{ NULL, "--format", "FORMAT", "text (the default), json (as --json) or oci: the\n"
+	  "changes as an OCI image layer, an uncompressed tar\n"
+	  "stream on standard output (never a terminal)\n" },
 	{ NULL, "--lower", "DIR", "a branch below BRANCH, highest first (repeat);\n"
 	  "not with a MOUNTPOINT\n" },
 	{ 0 }
@@ -646,7 +697,7 @@ static const struct sfs_flag diff_flags[] = {
 const struct sfs_cmd sfs_cmd_diff = {
 	.name = "diff",
 	.run = run_diff,
-	.usage = "usage: stackfs diff [--json] [--lower DIR]... BRANCH|MOUNTPOINT",
+	.usage = "usage: stackfs diff [--json] [--format FORMAT] [--lower DIR]... BRANCH|MOUNTPOINT",
 	.summary = "List what a rw branch changes relative to the branches below it",
 	.help =
 		"One line per changed path, sorted by path (bytes), like docker diff:\n"
@@ -659,12 +710,20 @@ const struct sfs_cmd sfs_cmd_diff = {
 		"what changed inside it relative to its old content. In a path, '\\' is\n"
 		"written '\\\\', a newline '\\n', other control characters '\\xHH'.\n"
 		"\n"
+		"--format=oci writes the same changes as an OCI image layer (a tar\n"
+		"archive): added and changed entries with their content, mode, owner,\n"
+		"mtime and xattrs (ACLs included), hard links, deletions as .wh.NAME\n"
+		"whiteouts, a replaced directory as DIR/.wh..wh..opq and all its\n"
+		"content, a moved one as a whiteout of its old path and all its\n"
+		"content at the new one. Sockets are left out (said on stderr).\n"
+		"\n"
 		"MOUNTPOINT: the highest rw branch of that live mount, against the\n"
 		"branches below it. BRANCH: a branch directory, against the branches\n"
 		"below it in its last mount (BRANCH/.stackfs/lowers), or those given\n"
 		"with --lower.\n"
 		"Exit status: 0 (also when there are changes), 1 an operation error (an\n"
-		"entry that could not be read: the list is printed but incomplete), 2 a\n"
-		"usage error.\n",
+		"entry that could not be read: the list is printed but incomplete; the\n"
+		"layer is not written, or ends cut short so that tar says so), 2 a\n"
+		"usage error (--format=oci to a terminal too).\n",
 	.flags = diff_flags,
 };

@@ -94,10 +94,7 @@ static int copy_one(const struct sfs_entry_ref *src, const struct sfs_entry_ref 
 	return ret;
 }
 
-/* Whether attribute name is copied: not ours, not skipped by libattr's
- * policy; ACLs ("permissions" in that policy) too, but not for a
- * symlink, which has none. */
-static bool copied(const char *name, bool symlink)
+bool sfs_xattr_copied(const char *name, bool symlink)
 {
 	int action;
 
@@ -115,7 +112,7 @@ int sfs_xattr_copy(const struct sfs_entry_ref *src, const struct sfs_entry_ref *
 	int ret = list_names(src, &names, &len);
 
 	for (size_t i = 0; ret == 0 && i < len; i += strlen(names + i) + 1) {
-		if (copied(names + i, symlink))
+		if (sfs_xattr_copied(names + i, symlink))
 			ret = copy_one(src, dst, names + i);
 	}
 	free(names);

@@ -39,6 +39,12 @@ int sfs_xattr_copy(const struct sfs_entry_ref *src, const struct sfs_entry_ref *
 int sfs_meta_copy(const struct sfs_entry_ref *src, const struct stat *st,
 		  const struct sfs_entry_ref *dst, bool times);
 
+/* Whether attribute name goes with the entry when it is copied (copy-up,
+ * commit, an OCI layer): not the union's own, not one libattr's policy
+ * (/etc/xattr.conf) skips, such as XFS's trusted.SGI_ACL_* aliases of
+ * the ACLs; the ACLs ("permissions" in that policy) too, but not for a
+ * symlink, which has none. */
+bool sfs_xattr_copied(const char *name, bool symlink);
 /* Attributes of the union's on-disk format (whiteout and opaque markers
  * of overlayfs, our own namespace): never shown, never set through it.
  * A kernel overlayfs name with one more "overlay." level is escaped, as

@@ -258,6 +258,10 @@ _stackfs()
 		_stackfs_reply rw ro
 		return 0
 		;;
+	--format)
+		_stackfs_reply text json oci
+		return 0
+		;;
 	--position)
 		return 0
 		;;
@@ -284,7 +288,7 @@ _stackfs()
 	local nargs=0
 	for ((i = subi + 1; i < cword; i++)); do
 		case ${words[i]} in
-		-o | --lower | --into | --mode | --position) i=$((i + 1)) ;;
+		-o | --lower | --into | --mode | --position | --format) i=$((i + 1)) ;;
 		--) ;;
 		-*) ;;
 		*) nargs=$((nargs + 1)) ;;
