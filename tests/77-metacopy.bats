@@ -197,6 +197,23 @@ kernel_view() {
 	run -1 getfattr -h -n trusted.overlay.metacopy "$LO/small"
 }
 
+@test "diff --format=oci of a metacopy upper: each file's data from below, never zeros; none at all when one has no data" {
+	lower
+	kernel_changes
+	sfs_mount "$K:$LO=ro" "$MNT"
+	"$SFS" umount "$MNT"
+	"$SFS" diff --format=oci "$K" >"$T/layer.tar"
+	run -0 tar -xOf "$T/layer.tar" small
+	assert_output small
+	tar -xOf "$T/layer.tar" big | cmp - "$LO/big"
+	run -0 tar -xOf "$T/layer.tar" renamed
+	assert_output moved
+	rm "$LO/small"
+	run "$SFS" diff --format=oci "$K"
+	((status == 1)) || fail "exit $status"
+	assert_output --partial "metacopy file whose data is in no branch below"
+}
+
 @test "commit refuses a metacopy upper whose data is gone, and changes nothing below" {
 	lower
 	kernel_changes

@@ -328,6 +328,7 @@ for m in t:
 }
 
 @test "a file of more than 8 GiB (sparse) is written whole, its size in a pax record" {
+	sfs_once_per_suite
 	sfs_mount "$UP:$LO" "$MNT"
 	truncate -s 8G "$MNT/huge"
 	printf 'tail' >>"$MNT/huge"

@@ -414,9 +414,10 @@ static void fill(struct sfs_tar_entry *te, const struct stat *st, const char *na
 }
 
 /* Its header (what it has and how to read it: fd, or by name in dir_fd
- * for a symlink) and its data. */
+ * for a symlink) and its data (data_fd's: fd's own, or a kernel
+ * metacopy's data file below). */
 static int put_full(struct sfs_oci *w, struct sfs_tar_entry *te, const struct stat *st,
-		    int fd, int dir_fd, const char *name, const char **why)
+		    int fd, int data_fd, int dir_fd, const char *name, const char **why)
 {
 	bool lnk = te->type == SFS_TAR_SYMLINK;
 	struct xattrs x = { 0 };
@@ -438,7 +439,7 @@ static int put_full(struct sfs_oci *w, struct sfs_tar_entry *te, const struct st
 		ret = sfs_tar_header(&w->tar, te);
 	}
 	if (ret == 0 && te->size)
-		ret = file_data(w, fd, te->size, why);
+		ret = file_data(w, data_fd, te->size, why);
 	xattrs_free(&x);
 	free(target);
 	return ret;
@@ -450,6 +451,7 @@ int sfs_oci_entry(struct sfs_oci *w, const char *vpath, const struct sfs_ch_stac
 	const struct stat *st = &e->top;
 	const struct sfs_ch_layer *dl = dir ? sfs_ch_stack_in(dir, e->l[0].b) : NULL;
 	int fd = e->indexed ? e->index_fd : e->l[0].fd;
+	int data_fd = e->metacopy ? e->data_fd : fd;
 	struct sfs_tar_entry te = { 0 };
 	const char *first = NULL, *why = NULL;
 	char *aname;
@@ -474,9 +476,12 @@ int sfs_oci_entry(struct sfs_oci *w, const char *vpath, const struct sfs_ch_stac
 		te.link = first;
 		te.size = 0;
 		ret = sfs_tar_header(&w->tar, &te);
+	} else if (ret == 0 && data_fd < 0) {
+		why = "a kernel overlayfs metacopy file whose data is in no branch below";
+		ret = -EIO;
 	} else if (ret == 0) {
 		ret = S_ISLNK(st->st_mode) && !dl ? -ENOENT :
-		      put_full(w, &te, st, fd, dl ? dl->fd : -1, name, &why);
+		      put_full(w, &te, st, fd, data_fd, dl ? dl->fd : -1, name, &why);
 	}
 	if (ret == 0)
 		w->stats->entries++;
