@@ -127,9 +127,9 @@ const struct sfs_optdef sfs_optlist[] = {
 	FUSE("auto_unmount", NULL, "unmount the view when the daemon ends\n"),
 	FUSE("ro", NULL, "a read-only view\n"),
 	FUSE("rw", NULL, "a read-write view (the default)\n"),
-	MFLAG("suid", "as for mount(8); when root mounts, suid and\n"
-	      "dev are the default unless a branch's own\n"
-	      "mount is nosuid or nodev\n"),
+	MFLAG("suid", "as for mount(8); when root mounts, suid is\n"
+	      "the default unless a branch's own mount is\n"
+	      "nosuid; nodev always is\n"),
 	MFLAG("nosuid", NULL), MFLAG("dev", NULL), MFLAG("nodev", NULL),
 	FUSE("exec", NULL, NULL), FUSE("noexec", NULL, NULL),
 	FUSE("sync", NULL, "as for mount(8)\n"),

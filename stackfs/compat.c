@@ -74,6 +74,11 @@ int sfs_compat_tuning(const char *arg)
 	return 0;
 }
 
+void sfs_compat_reset(void)
+{
+	nnotes = 0;
+}
+
 void sfs_compat_log_notes(void)
 {
 	for (unsigned i = 0; i < nnotes; i++)
@@ -147,36 +152,70 @@ static char *join(const char *v)
 	return out;
 }
 
+/* The -o value of argv[i] ("-o" "V" or "-oV"): V, and *attached. NULL
+ * when argv[i] is no -o. */
+static const char *o_value(const struct fuse_args *args, int i, bool *attached)
+{
+	const char *v = args->argv[i];
+
+	*attached = !strncmp(v, "-o", 2) && v[2];
+	if (*attached)
+		return v + 2;
+	return !strcmp(v, "-o") && i + 1 < args->argc ? args->argv[i + 1] : NULL;
+}
+
+/* args rebuilt (libfuse's own copies, freed by fuse_opt_free_args) with
+ * each -o value joined; the old ones freed if they were libfuse's. */
+static int rebuild(struct fuse_args *args)
+{
+	struct fuse_args na = FUSE_ARGS_INIT(0, NULL);
+	int ret = 0;
+
+	for (int i = 0; ret == 0 && i < args->argc; i++) {
+		bool attached, ends = !strcmp(args->argv[i], "--");
+		const char *v = ends ? NULL : o_value(args, i, &attached);
+		char *j = v && strpbrk(v, "\",") ? join(v) : NULL, *a = NULL;
+
+		if (v && strpbrk(v, "\",") && !j)
+			ret = -ENOMEM;
+		else if (j && attached && asprintf(&a, "-o%s", j) < 0)
+			ret = -ENOMEM;
+		else if (j && !attached)
+			ret = fuse_opt_add_arg(&na, "-o") < 0 || fuse_opt_add_arg(&na, j) < 0 ?
+			      -ENOMEM : 0;
+		else
+			ret = fuse_opt_add_arg(&na, a ? a : args->argv[i]) < 0 ? -ENOMEM : 0;
+		if (j && !attached)
+			i++; /* its value was added */
+		free(a);
+		free(j);
+		for (; ends && ret == 0 && ++i < args->argc;)
+			ret = fuse_opt_add_arg(&na, args->argv[i]) < 0 ? -ENOMEM : 0;
+	}
+	if (ret < 0) {
+		fuse_opt_free_args(&na);
+		return ret;
+	}
+	fuse_opt_free_args(args);
+	*args = na;
+	return 0;
+}
+
 int sfs_compat_join(struct fuse_args *args)
 {
-	for (int i = 1; i < args->argc; i++) {
-		char *v = args->argv[i], *j;
-		bool attached = !strncmp(v, "-o", 2) && v[2];
+	/* most command lines have nothing to join: left as they are */
+	for (int i = 1; i < args->argc && strcmp(args->argv[i], "--"); i++) {
+		bool attached;
+		const char *v = o_value(args, i, &attached);
 
-		if (!strcmp(v, "--"))
-			break;
-		if (!attached && !(strcmp(v, "-o") == 0 && i + 1 < args->argc))
-			continue;
-		if (!attached)
-			v = args->argv[++i];
-		else
-			v += 2;
-		if (!strpbrk(v, "\",") || !(j = join(v)))
-			continue;
-		if (attached) {
-			char *a = malloc(strlen(j) + 3);
+		if (v && strpbrk(v, "\",")) {
+			char *j = join(v);
+			bool same = j && !strcmp(j, v);
 
-			if (a)
-				sprintf(a, "-o%s", j);
 			free(j);
-			j = a;
-			if (!j)
-				return -ENOMEM;
+			if (!same)
+				return rebuild(args);
 		}
-		/* argv of a FUSE_ARGS_INIT is main's: not ours to free */
-		if (args->allocated)
-			free(args->argv[i]);
-		args->argv[i] = j;
 	}
 	return 0;
 }

@@ -170,8 +170,10 @@ static int run(struct fuse_args *args, struct sfs_opts *o)
 	ret = mountpoint_check(&o->mountpoint);
 	if (ret == 0)
 		ret = branches_open(o, &sfs_m.snap);
-	if (ret == 0 && sfs_mountflags_check(sfs_m.snap) < 0)
+	if (ret == 0 && sfs_mountflags_check(sfs_m.snap, err, sizeof(err)) < 0) {
+		sfs_errmsg("%s", err);
 		ret = 1;
+	}
 	if (ret == 0)
 		ret = log_open(o);
 	if (ret)

@@ -1,18 +1,21 @@
 /* What the kernel's mount of the view gets besides the user's options
- * (NOTES.md "allow_other, suid and dev when root mounts").
+ * (NOTES.md "allow_other and suid when root mounts").
  *
  * When root mounts, the view is a system's filesystem as overlayfs's is:
  * allow_other (every user of a container, not only root, must reach it;
  * the kernel still checks permissions, default_permissions being always
- * on), and suid and dev (setuid programs such as su, sudo and ping, and
- * device nodes in a container's /dev). libfuse would make it nosuid and
- * nodev. Each is the caller's to refuse (nosuid, nodev, allow_root).
- * The view never grants by default what a branch's own mount denies: a
- * setuid file on a filesystem mounted nosuid (a user's stick) must not
- * become one that runs as root through the union; such a branch makes
- * the view nosuid (nodev) and a note says why. An explicit suid or dev
- * is root's to give. A user's mount goes through fusermount3, which
- * makes it nosuid and nodev whatever is asked: nothing is added then. */
+ * on) and suid (setuid programs such as su, sudo and ping). libfuse
+ * would make it nosuid. nodev stays the default, as fuse-overlayfs and
+ * podman's default mountopt have it: a container's /dev is a tmpfs of
+ * its own, and a device node its root made in a layer must not open the
+ * host's disk; `dev` gives it. Each default is the caller's to refuse
+ * (nosuid, allow_root). The view never grants by default what a
+ * branch's own mount denies: a setuid file on a filesystem mounted
+ * nosuid (a user's stick) must not become one that runs as root through
+ * the union; such a branch makes the view nosuid and a note says why. An
+ * explicit suid is root's to give. A user's mount goes through
+ * fusermount3, which makes it nosuid and nodev whatever is asked:
+ * nothing is added then. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -28,9 +31,9 @@ static struct {
 	int allow_other, allow_root, suid, dev;
 } asked = { -1, -1, -1, -1 };
 
-/* What was added without being asked (the check after the branches are
- * open must find them still allowed). */
-static bool gave_suid, gave_dev;
+/* suid was added without being asked (the check after the branches are
+ * open must find it still allowed). */
+static bool gave_suid;
 
 static int set(int *slot, int v, const char *arg)
 {
@@ -54,8 +57,7 @@ int sfs_mountflags_seen(const char *arg)
 	return ret < 0 ? -1 : 1; /* libfuse's to apply */
 }
 
-/* The first branch of spec whose mount has flag (ST_NOSUID, ST_NODEV),
- * or NULL. By path: the branches are opened later, and checked again
+/* The first branch of spec whose mount has flag (ST_NOSUID), or NULL. By path: the branches are opened later, and checked again
  * then (sfs_mountflags_check). */
 static const char *branch_with(const struct sfs_branch_spec *v, size_t n, unsigned long flag)
 {
@@ -67,22 +69,20 @@ static const char *branch_with(const struct sfs_branch_spec *v, size_t n, unsign
 	return NULL;
 }
 
-/* suid or dev (flag ST_NOSUID or ST_NODEV) given by default when no
- * branch's mount denies it. */
-static bool grant(const struct sfs_branch_spec *v, size_t n, unsigned long flag,
-		  const char *what)
+/* suid given by default when no branch's mount denies it. */
+static bool grant_suid(const struct sfs_branch_spec *v, size_t n)
 {
-	const char *b = branch_with(v, n, flag);
+	const char *b = branch_with(v, n, ST_NOSUID);
 
 	if (b)
-		sfs_compat_note("the view is no%s: branch %s is on a no%s mount", what, b, what);
+		sfs_compat_note("the view is nosuid: branch %s is on a nosuid mount", b);
 	return !b;
 }
 
 int sfs_mountflags_add(struct fuse_args *args, const char *branches)
 {
 	struct sfs_branch_spec *v = NULL;
-	/* "-o" and ",allow_other,suid,dev": the first comma becomes the 'o' */
+	/* "-o" and ",allow_other,suid": the first comma becomes the 'o' */
 	char opts[64] = "-", err[SFS_MSG_MAX];
 	size_t n = 0;
 
@@ -93,29 +93,27 @@ int sfs_mountflags_add(struct fuse_args *args, const char *branches)
 		n = 0;
 	if (asked.allow_other < 0 && asked.allow_root < 0)
 		strcat(opts, ",allow_other");
-	gave_suid = asked.suid < 0 && grant(v, n, ST_NOSUID, "suid");
-	gave_dev = asked.dev < 0 && grant(v, n, ST_NODEV, "dev");
+	gave_suid = asked.suid < 0 && grant_suid(v, n);
 	sfs_branch_spec_free(v, n);
 	if (gave_suid)
 		strcat(opts, ",suid");
-	if (gave_dev)
-		strcat(opts, ",dev");
 	if (!opts[1])
 		return 0;
 	opts[1] = 'o';
 	return fuse_opt_add_arg(args, opts) < 0 ? -ENOMEM : 0;
 }
 
-int sfs_mountflags_check(const struct sfs_snap *s)
+int sfs_mountflags_check(const struct sfs_snap *s, char *err, size_t len)
 {
 	struct statvfs sv;
 
 	for (unsigned i = 0; i < s->n; i++) {
 		if (fstatvfs(s->b[i]->root_fd, &sv) < 0)
 			continue;
-		if ((gave_suid && (sv.f_flag & ST_NOSUID)) || (gave_dev && (sv.f_flag & ST_NODEV))) {
-			sfs_errmsg("branch %s: its mount became nosuid or nodev while the view "
-				   "was being mounted", s->b[i]->path);
+		if (gave_suid && (sv.f_flag & ST_NOSUID)) {
+			sfs_msg_fit(err, len, "%s: a nosuid mount under a view that is suid by "
+				    "default (unmount the view and mount it with nosuid)",
+				    s->b[i]->path);
 			return -EPERM;
 		}
 	}
@@ -125,5 +123,5 @@ int sfs_mountflags_check(const struct sfs_snap *s)
 void sfs_mountflags_reset(void)
 {
 	asked.allow_other = asked.allow_root = asked.suid = asked.dev = -1;
-	gave_suid = gave_dev = false;
+	gave_suid = false;
 }

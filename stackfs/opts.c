@@ -704,7 +704,10 @@ int sfs_opts_parse(struct fuse_args *args, struct sfs_opts *o)
 	o->readahead_kb = SFS_READAHEAD_DEFAULT_KIB;
 	o->whiteout = SFS_WH_AUFS;
 	fsname_given = squash_root = 0;
+	/* state of an earlier parse (the fuzzer parses many) */
 	sfs_mountflags_reset();
+	sfs_idmap_free();
+	sfs_compat_reset();
 	if (!t || sfs_compat_join(args) < 0) {
 		free(t);
 		return -ENOMEM;
@@ -720,7 +723,7 @@ int sfs_opts_parse(struct fuse_args *args, struct sfs_opts *o)
 		return -EINVAL;
 	if (squash_root)
 		sfs_idmap_squash_root();
-	if (sfs_mountflags_add(args, o->branches) < 0)
+	if (!o->show_help && !o->show_version && sfs_mountflags_add(args, o->branches) < 0)
 		return -ENOMEM;
 	/* Permission checks are the kernel's, on the union's attributes: the
 	 * daemon runs with the rights of its user and must not lend them. */

@@ -472,15 +472,18 @@ int sfs_compat_context(const char *arg);
 /* A line logged once the log is open (what an accepted option does). */
 void sfs_compat_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void sfs_compat_log_notes(void);
+void sfs_compat_reset(void);
 
-/* ---- mountflags.c: allow_other, suid and dev when root mounts -------- */
+/* ---- mountflags.c: allow_other and suid when root mounts ------------- */
 /* allow_other, allow_root, suid, nosuid, dev or nodev given: 1 (passed
  * on), -1 when its opposite was given too. */
 int sfs_mountflags_seen(const char *arg);
 /* Adds to args what root's mount gets unless told otherwise. */
 int sfs_mountflags_add(struct fuse_args *args, const char *branches);
-/* The opened branches still allow what was added; -EPERM (printed). */
-int sfs_mountflags_check(const struct sfs_snap *s);
+/* Each branch of s allows suid if the view was given it by default (at
+ * mount: the branches' mounts changed meanwhile; at branch add: the new
+ * one's); -EPERM with a message in err. */
+int sfs_mountflags_check(const struct sfs_snap *s, char *err, size_t len);
 void sfs_mountflags_reset(void);
 
 /* ---- idmap.c: owners between the branches and the view ---------------- */

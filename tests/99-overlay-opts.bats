@@ -312,18 +312,18 @@ mount_opts() {
 	done
 }
 
-@test "root's mount: allow_other, suid and dev unless told nosuid, nodev or allow_root; another user reads through it" {
+@test "root's mount: allow_other and suid unless told nosuid or allow_root, nodev unless told dev; another user reads through it" {
 	prog_mount "lowerdir=$LO,upperdir=$UP"
 	local o
 	o=$(mount_opts)
-	[[ ,$o, == *,allow_other,* && ,$o, != *,nosuid,* && ,$o, != *,nodev,* ]] || fail "options: $o"
+	[[ ,$o, == *,allow_other,* && ,$o, != *,nosuid,* && ,$o, == *,nodev,* ]] || fail "options: $o"
 	# (from inside: the test's directories are root's 0700 ones)
 	run -0 bash -c "cd '$MNT' && setpriv --reuid=nobody --regid=nogroup --clear-groups cat l"
 	assert_output lo
 	run -0 "$SFS" umount "$MNT"
-	prog_mount "lowerdir=$LO,upperdir=$UP,nosuid,nodev,allow_root"
+	prog_mount "lowerdir=$LO,upperdir=$UP,nosuid,dev,allow_root"
 	o=$(mount_opts)
-	[[ ,$o, == *,nosuid,* && ,$o, == *,nodev,* ]] || fail "options: $o"
+	[[ ,$o, == *,nosuid,* && ,$o, != *,nodev,* ]] || fail "options: $o"
 	# allow_root: the kernel's allow_other, with libfuse refusing others
 	run bash -c "cd '$MNT' && setpriv --reuid=nobody --regid=nogroup --clear-groups cat l"
 	assert_failure
@@ -332,18 +332,25 @@ mount_opts() {
 	assert_output --partial "nosuid"
 }
 
-@test "a branch on a nosuid,nodev mount makes the view nosuid,nodev (a note says which); an explicit suid is root's to give" {
+@test "a branch on a nosuid mount makes the view nosuid (a note says which); an explicit suid is root's to give; branch add refuses one" {
 	mount --bind "$LO2" "$LO2" && sfs_record mount "$LO2"
-	mount -o remount,bind,nosuid,nodev "$LO2"
+	mount -o remount,bind,nosuid "$LO2"
 	prog_mount "lowerdir=$LO:$LO2,upperdir=$UP,log=$BATS_TEST_TMPDIR/log"
 	local o
 	o=$(mount_opts)
-	[[ ,$o, == *,nosuid,* && ,$o, == *,nodev,* ]] || fail "options: $o"
+	[[ ,$o, == *,nosuid,* ]] || fail "options: $o"
 	grep -q "the view is nosuid: branch $LO2 is on a nosuid mount" "$BATS_TEST_TMPDIR/log" ||
 		fail "no note: $(cat "$BATS_TEST_TMPDIR/log")"
 	run -0 "$SFS" umount "$MNT"
 	prog_mount "lowerdir=$LO:$LO2,upperdir=$UP,suid"
 	[[ ,$(mount_opts), != *,nosuid,* ]] || fail "an explicit suid was not given: $(mount_opts)"
+	run -0 "$SFS" umount "$MNT"
+	# a view suid by default takes no branch from a nosuid mount later
+	prog_mount "lowerdir=$LO,upperdir=$UP"
+	run -1 "$SFS" branch add "$MNT" "$LO2" --mode ro
+	assert_output --partial "$LO2: a nosuid mount"
+	run -0 "$SFS" branch list "$MNT"
+	[[ $output != *"$LO2"* ]] || fail "the branch was added: $output"
 }
 
 @test "kernel tunings of overlayfs and fuse-overlayfs are accepted, each with a note in the log; bad values are refused" {
