@@ -295,6 +295,18 @@ mount_opts() {
 	assert_output --partial "stackfs"
 }
 
+@test "umount2 then at once a mount of the same upper (podman's commit after a run): it waits for the ending daemon" {
+	local i
+	for i in 1 2 3 4 5; do
+		prog_mount "lowerdir=$LO,upperdir=$UP,workdir=$WORK,volatile"
+		echo "$i" >>"$MNT/l"
+		umount "$MNT"
+	done
+	prog_mount "lowerdir=$LO,upperdir=$UP,workdir=$WORK"
+	run -0 cat "$MNT/l"
+	assert_output $'lo\n1\n2\n3\n4\n5'
+}
+
 @test "volatile and fsync=0 are not a no-op: after the daemon is killed the upper is refused until accept_unclean" {
 	local o pid
 	for o in volatile fsync=0; do
