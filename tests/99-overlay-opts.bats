@@ -296,10 +296,11 @@ mount_opts() {
 }
 
 @test "umount2 then at once a mount of the same upper (podman's commit after a run): it waits for the ending daemon" {
-	local i
-	for i in 1 2 3 4 5; do
+	local cycle
+	# (not $i: the helpers' loops set a global i)
+	for cycle in 1 2 3 4 5; do
 		prog_mount "lowerdir=$LO,upperdir=$UP,workdir=$WORK,volatile"
-		echo "$i" >>"$MNT/l"
+		echo "$cycle" >>"$MNT/l"
 		umount "$MNT"
 	done
 	prog_mount "lowerdir=$LO,upperdir=$UP,workdir=$WORK"
