@@ -27,13 +27,19 @@ int sfs_cli_exec_daemon(int argc, char **argv)
 	return SFS_EXIT_FAIL;
 }
 
-/* True when an -o value gives the branches overlay-style. */
+/* True when an -o value gives the branches overlay-style (lowerdir= or
+ * lowerdir+=). */
 static bool has_lowerdir(char **dargv, int dargc)
 {
-	for (int i = 1; i + 1 < dargc; i++)
-		if (!strcmp(dargv[i], "-o") &&
-		    (!strncmp(dargv[i + 1], "lowerdir=", 9) || strstr(dargv[i + 1], ",lowerdir=")))
+	for (int i = 1; i + 1 < dargc; i++) {
+		const char *v = dargv[i + 1];
+
+		if (strcmp(dargv[i], "-o"))
+			continue;
+		if (!strncmp(v, "lowerdir=", 9) || !strncmp(v, "lowerdir+=", 10) ||
+		    strstr(v, ",lowerdir=") || strstr(v, ",lowerdir+="))
 			return true;
+	}
 	return false;
 }
 

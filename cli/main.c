@@ -1,6 +1,8 @@
 /* The `stackfs` command: dispatch to one handler per subcommand, --help,
- * --version, and the mount.fuse3 form "stackfs BRANCHES MP -o OPTS". */
+ * --version, the mount.fuse3 form "stackfs BRANCHES MP -o OPTS" and the
+ * mount-program form "stackfs -o OPTS [SOURCE] MP" (podman, buildah). */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -23,6 +25,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: stackfs [--help] [--version] COMMAND [ARGS]\n"
 		"       stackfs BRANCHES MOUNTPOINT [-o OPTS]  (as run by mount -t fuse.stackfs)\n"
+		"       stackfs [-f] [-d] -o OPTS [SOURCE] MOUNTPOINT  (as run by podman, buildah)\n"
 		"\n"
 		"Commands:\n");
 	for (size_t i = 0; i < NCOMMANDS; i++)
@@ -33,6 +36,14 @@ static void usage(FILE *f)
 		"Run 'stackfs COMMAND --help' for the options of a command.\n"
 		"Exit status: 0 success, 1 the operation failed, 2 usage error.\n",
 		"help", "Show the help of stackfs or of a command");
+}
+
+/* "stackfs -o OPTS MP", as container engines run a mount program
+ * (fuse-overlayfs's command line): a first word that is one of mount's
+ * own options (-o, -oOPTS, -f, -d) means `stackfs mount`. */
+static bool mount_program_form(const char *arg)
+{
+	return !strncmp(arg, "-o", 2) || !strcmp(arg, "-f") || !strcmp(arg, "-d");
 }
 
 static const struct sfs_cmd *find_cmd(const char *name)
@@ -114,11 +125,26 @@ static void raise_nofile(void)
 	}
 }
 
+/* cmd with argv[0] its name: help, the check of its options, the run. */
+static int run_cmd(const struct sfs_cmd *cmd, int argc, char **argv)
+{
+	int ret;
+
+	if (wants_help(argc, argv)) {
+		sfs_cli_cmd_help(cmd);
+		return SFS_EXIT_OK;
+	}
+	ret = sfs_cli_check_flags(cmd, argc, argv);
+	if (ret)
+		return ret;
+	raise_nofile();
+	return cmd->run(argc, argv);
+}
+
 int main(int argc, char **argv)
 {
 	const struct sfs_cmd *cmd;
 	const char *arg;
-	int ret;
 
 	if (argc < 2) {
 		usage(stderr);
@@ -136,16 +162,11 @@ int main(int argc, char **argv)
 	if (!strcmp(arg, "help"))
 		return cmd_help(argc - 1, argv + 1);
 	cmd = find_cmd(arg);
-	if (cmd) {
-		if (wants_help(argc - 1, argv + 1)) {
-			sfs_cli_cmd_help(cmd);
-			return SFS_EXIT_OK;
-		}
-		ret = sfs_cli_check_flags(cmd, argc - 1, argv + 1);
-		if (ret)
-			return ret;
-		raise_nofile();
-		return cmd->run(argc - 1, argv + 1);
+	if (cmd)
+		return run_cmd(cmd, argc - 1, argv + 1);
+	if (mount_program_form(arg)) {
+		argv[0] = "mount";
+		return run_cmd(&sfs_cmd_mount, argc, argv);
 	}
 	if (arg[0] == '-') {
 		fprintf(stderr, "stackfs: unknown option '%s'\n", arg);

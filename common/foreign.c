@@ -4,10 +4,10 @@
  * not tell them what to write instead. Each entry says what stackfs does
  * there, or which of its options does it.
  *
- * To change: an option stackfs comes to accept (overlayfs's metacopy=,
- * userxattr, index=, xino=, redirect_dir=... are planned) moves
- * from here to optlist.c; the parser looks here only for options that
- * table does not have, so a leftover entry is dead, never wrong. */
+ * To change: an option stackfs comes to accept moves from here to
+ * optlist.c; the parser looks here for options that table does not
+ * have, and for a value of one of its accepted kernel tunings that it
+ * does not take (verity=on): a leftover entry is dead, never wrong. */
 #include <stdio.h>
 #include <string.h>
 
@@ -20,7 +20,6 @@ struct foreign {
 };
 
 #define NOEQ "has no stackfs equivalent: "
-#define LATER "is not accepted yet (planned); "
 #define BRANCHES_HINT "is BRANCHES in stackfs (DIR=rw:DIR=ro..., highest first) or " \
 	"-o lowerdir=A:B,upperdir=U"
 #define TIMEOUT_HINT "is timeout=SECONDS in stackfs (one time for entries, negative " \
@@ -31,8 +30,6 @@ struct foreign {
  * API (stackfs's) does not */
 #define HL "(a high-level API option) "
 #define THREADS_HINT NOEQ "the daemon runs libfuse's multi-threaded loop"
-#define OWNER_HINT "is not supported: the view shows owners as the branches store " \
-	"them (run stackfs inside the user namespace instead)"
 
 static const struct foreign foreign[] = {
 	/* mergerfs */
@@ -109,42 +106,17 @@ static const struct foreign foreign[] = {
 	  "kernel's rules and keeps inode numbers on disk" },
 	{ "remember", "libfuse", HL "is not needed: stackfs forgets by the "
 	  "kernel's rules and keeps inode numbers on disk" },
-	/* fuse-overlayfs */
-	{ "uidmapping", "fuse-overlayfs", OWNER_HINT },
-	{ "gidmapping", "fuse-overlayfs", OWNER_HINT },
-	{ "squash_to_root", "fuse-overlayfs", OWNER_HINT },
-	{ "squash_to_uid", "fuse-overlayfs", OWNER_HINT },
-	{ "squash_to_gid", "fuse-overlayfs", OWNER_HINT },
-	{ "static_nlink", "fuse-overlayfs", "is not needed: merged directories show a "
-	  "link count of 1" },
-	{ "noacl", "fuse-overlayfs", "is not supported: ACLs always pass through" },
-	{ "fast_ino", "fuse-overlayfs", INO_HINT },
-	{ "ino32_t", "fuse-overlayfs", INO_HINT },
-	{ "plugins", "fuse-overlayfs", "is not supported" },
-	{ "threaded", "fuse-overlayfs", THREADS_HINT },
-	{ "fsync", "fuse-overlayfs", "with a value (fsync=0|1) is sync= in stackfs: "
-	  "fsync=0 is sync=volatile, fsync=1 the default sync=normal (sync=always "
-	  "syncs every change)" },
-	{ "writeback", "fuse-overlayfs", "with a value (writeback=0|1) is the flag "
-	  "writeback in stackfs" },
-	{ "xattr_permissions", "fuse-overlayfs", "is not supported: xattrs pass through "
-	  "with the kernel's permission checks" },
-	/* kernel overlayfs (and fuse-overlayfs): several are planned */
-	{ "metacopy", "overlayfs", LATER "leave it out: a copy-up copies data and "
-	  "metadata together" },
-	{ "userxattr", "overlayfs", LATER "leave it out: stackfs writes trusted.* "
-	  "attributes and reads user.overlay.opaque too" },
-	{ "index", "overlayfs", LATER "leave it out: hard links of copied-up files are "
-	  "always kept in BRANCH/.stackfs/index" },
-	{ "xino", "overlayfs", LATER "leave it out: stackfs keeps its own inode numbers, "
-	  "the same across copy-up and remount" },
-	{ "redirect_dir", "overlayfs", LATER "leave it out: a renamed directory with "
-	  "lower content always gets a redirect record (overlayfs's with whiteout=overlay)" },
-	{ "uuid", "overlayfs", LATER "leave it out: branches are told apart by their "
-	  "registry of ids" },
-	{ "nfs_export", "overlayfs", "is not supported: a view cannot be exported over NFS" },
-	{ "lowerdir+", "overlayfs", LATER "give every lower directory in one "
-	  "lowerdir=A:B" },
+	/* fuse-overlayfs and kernel overlayfs: those stackfs takes are in
+	 * optlist.c; here what it cannot honour, and the values of taken
+	 * options that it cannot (the parser looks here for those too) */
+	{ "ino32_t", "fuse-overlayfs", "is not supported: stackfs's inode numbers are "
+	  "64-bit, packed with the branch's filesystem id" },
+	{ "plugins", "fuse-overlayfs", "is not supported: layers are directories, read as "
+	  "they are" },
+	{ "xattr_permissions", "fuse-overlayfs", "is not supported but as 0: permissions are "
+	  "the branches' owners and modes, checked by the kernel, never kept in xattrs" },
+	{ "verity", "overlayfs", "is not supported but as off: stackfs does not check "
+	  "the fs-verity digests of metacopy files" },
 	{ "datadir+", "overlayfs", "is not supported: data-only layers are not read" },
 };
 

@@ -15,6 +15,10 @@
 #define OVL(t, k, a, h)  { t, SFS_OPTK_##k, SFS_OPTG_OVERLAY, a, h }
 #define FUSE(t, a, h)    { t, SFS_OPTK_FUSE, SFS_OPTG_FUSE, a, h }
 #define CMD(t, k, h)     { t, SFS_OPTK_##k, SFS_OPTG_CMDLINE, NULL, h }
+#define COMPAT(t, k, a, h) { t, SFS_OPTK_##k, SFS_OPTG_COMPAT, a, h }
+#define NOTE(t, a, h)    { t, SFS_OPTK_NOTE, SFS_OPTG_COMPAT, a, h }
+#define SELINUX(t)       { t, SFS_OPTK_CONTEXT, SFS_OPTG_FUSE, "CONTEXT", NULL }
+#define MFLAG(t, h)      { t, SFS_OPTK_MOUNTFLAG, SFS_OPTG_FUSE, NULL, h }
 
 const struct sfs_optdef sfs_optlist[] = {
 	OURS("whiteout=", WHITEOUT, "wh|overlay",
@@ -57,27 +61,87 @@ const struct sfs_optdef sfs_optlist[] = {
 	    "[SOURCE] MOUNTPOINT\n"),
 	OVL("upperdir=", UPPERDIR, "DIR", "the rw branch over them\n"),
 	OVL("workdir=", WORKDIR, "DIR", "on upperdir's filesystem; accepted, unused\n"),
+	OVL("lowerdir+=", LOWERDIR_PLUS, "DIR",
+	    "one more ro branch, below those before\n"
+	    "(instead of lowerdir=)\n"),
+	/* The options of kernel overlayfs and fuse-overlayfs that container
+	 * engines and users pass. What has a meaning here is done; a kernel
+	 * tuning is accepted, and its help is the note the daemon logs. */
+	COMPAT("uidmapping=", UIDMAP, "FROM:TO:LEN[:...]",
+	       "owners FROM.. in the branches are TO.. in\n"
+	       "the view (and back when stored); others\n"
+	       "show as 65534\n"),
+	COMPAT("gidmapping=", GIDMAP, "FROM:TO:LEN[:...]", "the same for groups\n"),
+	COMPAT("squash_to_root", SQUASH_ROOT, NULL,
+	       "the view shows every entry owned by 0:0\n"),
+	COMPAT("squash_to_uid=", SQUASH_UID, "UID",
+	       "the view shows every entry owned by UID\n"),
+	COMPAT("squash_to_gid=", SQUASH_GID, "GID",
+	       "the view shows every entry's group as GID\n"),
+	COMPAT("fsync=", FSYNC_NUM, "0|1",
+	       "0: sync=volatile, 1: sync=normal\n"),
+	COMPAT("writeback=", WRITEBACK_NUM, "0|1",
+	       "1: the flag writeback, 0: without it\n"),
+	COMPAT("noacl", NOACL, NULL,
+	       "no POSIX ACLs in the view (the kernel checks\n"
+	       "mode bits only; ACL xattrs are refused)\n"),
+	COMPAT("noxattrs=", NOXATTRS, "0|1",
+	       "1: no extended attributes in the view\n"),
+	COMPAT("userxattr", USERXATTR, NULL,
+	       "accepted with whiteout=wh: user.overlay.*\n"
+	       "is read in every branch; stackfs's own\n"
+	       "records stay trusted.*\n"),
+	NOTE("metacopy=", "on|off",
+	     "accepted: a copy-up copies the whole file;\n"
+	     "metacopy files of lower layers are read\n"),
+	NOTE("redirect_dir=", "on|off|follow|nofollow",
+	     "accepted: a renamed directory always gets a\n"
+	     "redirect record; those below are followed\n"),
+	NOTE("index=", "on|off",
+	     "accepted: hard links of lower files are\n"
+	     "always kept together (.stackfs/index)\n"),
+	NOTE("xino=", "on|off|auto",
+	     "accepted: stackfs keeps its own inode\n"
+	     "numbers, stable across copy-up and remount\n"),
+	NOTE("uuid=", "on|off|null|auto",
+	     "accepted: branches are known by their\n"
+	     "registry ids\n"),
+	NOTE("nfs_export=", "on|off",
+	     "accepted: a view cannot be exported over NFS\n"),
+	NOTE("verity=", "off", "accepted: fs-verity digests are not checked\n"),
+	NOTE("static_nlink", NULL,
+	     "accepted: merged directories show 1 link\n"),
+	NOTE("fast_ino=", "0|1", "accepted: inode numbers are always stackfs's\n"),
+	NOTE("threaded=", "0|1", "accepted: the daemon is always multi-threaded\n"),
+	NOTE("xattr_permissions=", "0",
+	     "accepted: permissions are the kernel's, on\n"
+	     "the branches' owners and modes\n"),
 	{ "fsname=", SFS_OPTK_FSNAME, SFS_OPTG_FUSE, "NAME",
 	  "the mount's source in /proc/mounts\n(default stackfs)\n" },
 	{ "subtype=", SFS_OPTK_SUBTYPE, SFS_OPTG_FUSE, "stackfs",
 	  "always stackfs; another value is refused\n" },
 	FUSE("default_permissions", NULL, "always on: the kernel checks permissions\n"),
-	FUSE("allow_other", NULL, "let other users use the view\n"),
-	FUSE("allow_root", NULL, "let root use a view another user mounted\n"),
+	MFLAG("allow_other", "let other users use the view (the default\n"
+	      "when root mounts)\n"),
+	MFLAG("allow_root", "let root use a view another user mounted\n"),
 	FUSE("auto_unmount", NULL, "unmount the view when the daemon ends\n"),
 	FUSE("ro", NULL, "a read-only view\n"),
 	FUSE("rw", NULL, "a read-write view (the default)\n"),
-	FUSE("dev", NULL, "as for mount(8)\n"),
-	FUSE("nodev", NULL, NULL), FUSE("suid", NULL, NULL), FUSE("nosuid", NULL, NULL),
+	MFLAG("suid", "as for mount(8); when root mounts, suid is\n"
+	      "the default unless a branch's own mount is\n"
+	      "nosuid; nodev always is\n"),
+	MFLAG("nosuid", NULL), MFLAG("dev", NULL), MFLAG("nodev", NULL),
 	FUSE("exec", NULL, NULL), FUSE("noexec", NULL, NULL),
 	FUSE("sync", NULL, "as for mount(8)\n"),
 	FUSE("async", NULL, NULL), FUSE("dirsync", NULL, NULL),
 	FUSE("atime", NULL, "as for mount(8)\n"),
 	FUSE("noatime", NULL, NULL),
 	{ "debug", SFS_OPTK_DEBUG, SFS_OPTG_FUSE, NULL, "as -d\n" },
-	FUSE("context=", "CONTEXT", "SELinux labels, as for mount(8)\n"),
-	FUSE("fscontext=", "CONTEXT", NULL), FUSE("defcontext=", "CONTEXT", NULL),
-	FUSE("rootcontext=", "CONTEXT", NULL),
+	{ "context=", SFS_OPTK_CONTEXT, SFS_OPTG_FUSE, "CONTEXT",
+	  "SELinux labels, as for mount(8); a value\n"
+	  "in \"quotes\" may hold commas; without\n"
+	  "SELinux accepted and ignored (a note)\n" },
+	SELINUX("fscontext="), SELINUX("defcontext="), SELINUX("rootcontext="),
 	CMD("-f", FG, "stay in the foreground\n"),
 	CMD("-d", DEBUG, "debug: stay in the foreground, log every\nrequest\n"),
 	CMD("-h", HELP, "print this help\n"),
@@ -90,6 +154,7 @@ const size_t sfs_optlist_n = sizeof(sfs_optlist) / sizeof(sfs_optlist[0]);
 static const char *const headings[] = {
 	[SFS_OPTG_STACKFS] = "stackfs options:",
 	[SFS_OPTG_OVERLAY] = "the branches, overlayfs-style:",
+	[SFS_OPTG_COMPAT] = "options of overlayfs and fuse-overlayfs:",
 	[SFS_OPTG_FUSE] = "FUSE and mount options (passed on):",
 	[SFS_OPTG_CMDLINE] = "other options:",
 };
@@ -140,6 +205,37 @@ static size_t print_entry(FILE *f, size_t i)
 		h += len + (h[len] == '\n');
 	}
 	return j;
+}
+
+const struct sfs_optdef *sfs_optlist_find(const char *arg)
+{
+	size_t len = strcspn(arg, "=");
+
+	for (size_t i = 0; i < sfs_optlist_n; i++) {
+		const char *t = sfs_optlist[i].templ;
+
+		if (strlen(t) - (t[strlen(t) - 1] == '=') == len && !strncmp(t, arg, len))
+			return &sfs_optlist[i];
+	}
+	return NULL;
+}
+
+int sfs_optlist_value_ok(const struct sfs_optdef *d, const char *value)
+{
+	const char *a = d->arg;
+	size_t vlen = strlen(value);
+
+	/* "FROM:TO:LEN", "UID": any value (checked by its parser) */
+	if (!a || strpbrk(a, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
+		return 1;
+	while (*a) {
+		size_t len = strcspn(a, "|");
+
+		if (len == vlen && !strncmp(a, value, len))
+			return 1;
+		a += len + (a[len] == '|');
+	}
+	return 0;
 }
 
 void sfs_optlist_print(FILE *f, unsigned mask)

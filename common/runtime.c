@@ -575,7 +575,9 @@ static int lock_stat(int root_fd, struct stat *st)
 	return ret;
 }
 
-int sfs_runtime_lock_holder(int root_fd, char *buf, size_t len)
+/* The pid of a process holding the lock file of the rw branch root_fd
+ * open: > 0, 0 when none is found, or -errno. */
+static pid_t lock_pid(int root_fd)
 {
 	struct stat st;
 	struct dirent *e;
@@ -595,8 +597,24 @@ int sfs_runtime_lock_holder(int root_fd, char *buf, size_t len)
 			found = pid;
 	}
 	closedir(proc);
-	if (!found)
-		return -ENOENT;
-	describe(found, buf, len);
+	return found;
+}
+
+int sfs_runtime_lock_holder(int root_fd, char *buf, size_t len)
+{
+	pid_t pid = lock_pid(root_fd);
+
+	if (pid <= 0)
+		return pid < 0 ? pid : -ENOENT;
+	describe(pid, buf, len);
 	return 0;
+}
+
+int sfs_runtime_lock_ending(int root_fd)
+{
+	char mp[PATH_MAX];
+	pid_t pid = lock_pid(root_fd);
+
+	/* a daemon that serves no live mount is on its way out */
+	return pid > 0 && is_daemon(pid) && daemon_mount(pid, mp, sizeof(mp)) < 0;
 }

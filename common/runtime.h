@@ -56,5 +56,9 @@ void sfs_runtime_remove_stale(unsigned major, unsigned minor, pid_t pid);
  * the processes the caller may look at. 0, -ENOENT when none is found,
  * or -errno. */
 int sfs_runtime_lock_holder(int root_fd, char *buf, size_t len);
+/* 1 when that holder is a stackfsd serving no mount any more: its view
+ * was unmounted and it is ending (syncing, clearing the volatile flag,
+ * releasing the lock), which a new mount of the branch waits for. */
+int sfs_runtime_lock_ending(int root_fd);
 
 #endif

@@ -22,8 +22,10 @@ test_pkgs=(
 	bats bats-support bats-assert xfsprogs e2fsprogs acl attr coreutils
 	findutils procps rsync tar python3 jq man-db groff-base strace
 	valgrind
-	# tests/96-diff-oci: podman imports the OCI layer stackfs diff writes
-	podman
+	# podman: tests/96-diff-oci imports the OCI layer stackfs diff writes;
+	# tests/16-podman runs it with stackfs as its mount program, with runc
+	# (crun refuses hybrid cgroup setups) and busybox for the image's rootfs
+	podman runc busybox-static
 	# make fuzz: clang and its runtimes. libFuzzer (and clang's ASan) is in
 	# libclang-rt-N-dev, which clang only recommends; libclang-rt-dev
 	# follows the default clang version.

@@ -215,6 +215,25 @@ static int branch_check_set(const struct sfs_snap *s, unsigned i,
 	return 0;
 }
 
+/* A daemon whose view was just unmounted still holds the branch's lock
+ * while it ends, and clears a volatile flag only then. Container engines
+ * unmount with umount2 and may mount the same upper again at once (a
+ * commit, a diff, a start after a run): waited for, up to 10 s, rather
+ * than refused as in use or as left unclean. A live mount's lock is
+ * refused at once (meta_open says by whom). */
+static void wait_ending_holder(int root_fd)
+{
+	for (int i = 0; i < 200; i++) {
+		int fd = sfs_meta_lock(root_fd, true);
+
+		if (fd >= 0)
+			close(fd);
+		if (fd != -EBUSY || sfs_runtime_lock_ending(root_fd) != 1)
+			return;
+		usleep(50 * 1000);
+	}
+}
+
 /* A rw branch's metadata dir must be one this stackfs can use: checked
  * before anything is mounted or written. */
 static int meta_check(const struct sfs_branch *b, unsigned idx,
@@ -222,8 +241,10 @@ static int meta_check(const struct sfs_branch *b, unsigned idx,
 {
 	enum sfs_meta_state state;
 	char why[1024];
-	int ret = sfs_meta_check(b->root_fd, &state, why, sizeof(why));
+	int ret;
 
+	wait_ending_holder(b->root_fd);
+	ret = sfs_meta_check(b->root_fd, &state, why, sizeof(why));
 	if (ret == 0)
 		ret = sfs_sync_branch_check(b->root_fd, why, sizeof(why));
 	if (ret < 0)

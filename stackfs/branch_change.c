@@ -77,6 +77,9 @@ int sfs_branches_change(const struct sfs_change *c, bool force, char *err, size_
 	if (ret == 0)
 		ret = sfs_snap_change(old, c, sfs_m.opts.mountpoint, sfs_m.opts.whiteout,
 				      &s, err, errlen);
+	/* a branch added from a nosuid mount must not gain suid here */
+	if (ret == 0 && c->op == SFS_CHANGE_ADD)
+		ret = sfs_mountflags_check(s, err, errlen);
 	if (ret == 0 && (ret = sfs_root_stack(s, &root, &id)) < 0)
 		snprintf(err, errlen, "reading the branch roots: %s", strerror(-ret));
 	if (ret == 0) {

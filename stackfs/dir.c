@@ -40,15 +40,17 @@ static int set_owner_at(int parentfd, int fd, const char *name, int flags,
 			fuse_req_t req)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	/* the caller's ids are the view's: stored through uidmapping= */
+	uid_t uid = sfs_idmap_to_disk(SFS_IDMAP_UID, ctx->uid);
+	gid_t gid = sfs_idmap_to_disk(SFS_IDMAP_GID, ctx->gid);
 	struct stat dst;
-	gid_t gid = ctx->gid;
 
-	if (ctx->uid == 0 && ctx->gid == 0)
+	if (uid == 0 && gid == 0)
 		return 0; /* the daemon made it as root already */
 	/* a set-group-ID directory gave the entry its group already */
 	if (sfs_do_fstat(parentfd, &dst) == 0 && (dst.st_mode & S_ISGID))
 		gid = (gid_t)-1;
-	if (sfs_do_fchownat(fd, name, ctx->uid, gid, flags) < 0)
+	if (sfs_do_fchownat(fd, name, uid, gid, flags) < 0)
 		return -errno;
 	return 0;
 }
@@ -250,7 +252,8 @@ static bool owner_differs(fuse_req_t req)
 {
 	const struct fuse_ctx *ctx = req ? fuse_req_ctx(req) : NULL;
 
-	return ctx && (ctx->uid != 0 || ctx->gid != 0);
+	return ctx && (sfs_idmap_to_disk(SFS_IDMAP_UID, ctx->uid) != 0 ||
+		       sfs_idmap_to_disk(SFS_IDMAP_GID, ctx->gid) != 0);
 }
 
 static int place_make(fuse_req_t req, const struct sfs_place *p, const char *name,

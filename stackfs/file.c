@@ -176,7 +176,8 @@ static mode_t kill_bits(fuse_req_t req, const struct stat *st)
 	if (!S_ISREG(st->st_mode))
 		return 0;
 	if ((st->st_mode & S_ISGID) &&
-	    ((st->st_mode & S_IXGRP) || !caller_in_group(req, st->st_gid)))
+	    ((st->st_mode & S_IXGRP) ||
+	     !caller_in_group(req, sfs_idmap_to_view(SFS_IDMAP_GID, st->st_gid))))
 		kill |= S_ISGID;
 	return kill && !caller_has_fsetid(req) ? kill : 0;
 }

@@ -118,6 +118,7 @@ void sfs_stat_fill(const struct sfs_node *n, const struct sfs_stack *st,
 
 	*out = *real;
 	out->st_ino = n->ino;
+	sfs_idmap_stat(out);
 	/* A merged directory's link count is not known without reading every
 	 * layer; 1 tells find(1) and friends not to count on it. */
 	if (S_ISDIR(real->st_mode) && st->n > 1)
@@ -202,8 +203,11 @@ static int set_size(int fd, int openfd, off_t size)
  * native filesystem does. */
 static int setattr_layer(int fd, int openfd, const struct stat *attr, int to_set)
 {
-	uid_t uid = (to_set & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1;
-	gid_t gid = (to_set & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1;
+	/* the owner asked for in the view, as the branch stores it */
+	uid_t uid = (to_set & FUSE_SET_ATTR_UID) ?
+		    sfs_idmap_to_disk(SFS_IDMAP_UID, attr->st_uid) : (uid_t)-1;
+	gid_t gid = (to_set & FUSE_SET_ATTR_GID) ?
+		    sfs_idmap_to_disk(SFS_IDMAP_GID, attr->st_gid) : (gid_t)-1;
 	int ret = 0;
 
 	if (to_set & FUSE_SET_ATTR_MODE)

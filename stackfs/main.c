@@ -170,10 +170,15 @@ static int run(struct fuse_args *args, struct sfs_opts *o)
 	ret = mountpoint_check(&o->mountpoint);
 	if (ret == 0)
 		ret = branches_open(o, &sfs_m.snap);
+	if (ret == 0 && sfs_mountflags_check(sfs_m.snap, err, sizeof(err)) < 0) {
+		sfs_errmsg("%s", err);
+		ret = 1;
+	}
 	if (ret == 0)
 		ret = log_open(o);
 	if (ret)
 		goto out;
+	sfs_compat_log_notes();
 	sfs_timeout = o->timeout;
 	sfs_do_set_logger(sfs_log_line);
 	if (o->trace)
@@ -268,5 +273,6 @@ int main(int argc, char **argv)
 		sfs_snap_put(sfs_m.snap);
 	fuse_opt_free_args(&args);
 	sfs_opts_free(o);
+	sfs_idmap_free();
 	return ret;
 }

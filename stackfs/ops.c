@@ -54,6 +54,10 @@ void sfs_op_init(void *userdata, struct fuse_conn_info *conn)
 
 	if (sfs_m.opts.writeback)
 		want |= FUSE_CAP_WRITEBACK_CACHE;
+	/* noacl: the kernel checks mode bits only and refuses the ACL
+	 * xattrs itself (xattrs.c hides them from listings) */
+	if (sfs_m.opts.noacl || sfs_m.opts.noxattrs)
+		want &= ~(unsigned)FUSE_CAP_POSIX_ACL;
 	conn->want |= want & conn->capable;
 	sfs_readahead_want(conn, sfs_m.opts.readahead_kb);
 	/* exports would send lookups of "." and "..", which we refuse */

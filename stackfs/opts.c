@@ -40,6 +40,7 @@ static struct {
 	char **v;
 	size_t n;
 	int whiteout_set, timeout_set, readahead_set, log_set;
+	int writeback_off;            /* writeback=0 */
 	const char *sync_by;          /* the option that set the sync mode */
 } seen;
 
@@ -62,8 +63,9 @@ static int conflict(const char *arg)
 	return -1;
 }
 
-/* A libfuse "name=value" option: refused if the name came before with
- * another value. Options without '=' (flags) may repeat. */
+/* A "name=value" option: refused (-1) if the name came before with
+ * another value, 1 if with the same one, 0 the first time. Options
+ * without '=' (flags) may repeat. */
 static int seen_fuse_opt(const char *arg)
 {
 	size_t nlen = strcspn(arg, "=");
@@ -74,7 +76,7 @@ static int seen_fuse_opt(const char *arg)
 	for (size_t i = 0; i < seen.n; i++) {
 		if (strncmp(seen.v[i], arg, nlen + 1))
 			continue;
-		return strcmp(seen.v[i], arg) ? conflict(arg) : 0;
+		return strcmp(seen.v[i], arg) ? conflict(arg) : 1;
 	}
 	nv = realloc(seen.v, (seen.n + 1) * sizeof(*nv));
 	if (!nv)
@@ -107,9 +109,12 @@ static int parse_whiteout(struct sfs_opts *o, const char *arg)
 	return 0;
 }
 
-/* sync=always|normal|volatile; "fsync" says always and "volatile"
- * volatile (kernel overlayfs's and podman's word), so each is refused
- * beside another mode, as a second sync= would be. */
+/* sync=always|normal|volatile; "fsync" says always, "volatile" volatile
+ * (kernel overlayfs's and podman's word) and fuse-overlayfs's fsync=0
+ * volatile, fsync=1 normal (it syncs what is asked), so each is refused
+ * beside another mode, as a second sync= would be. fsync=0 keeps the
+ * volatile flag: after a crash the branch is refused rather than
+ * trusted with what may be lost (NOTES.md). */
 static int parse_sync(struct sfs_opts *o, const char *arg, int key)
 {
 	static const char *const names[] = {
@@ -119,7 +124,14 @@ static int parse_sync(struct sfs_opts *o, const char *arg, int key)
 	enum sfs_sync_mode m = key == SFS_OPTK_FSYNC ? SFS_SYNC_ALWAYS : SFS_SYNC_VOLATILE;
 	const char *v = arg + strlen("sync=");
 
-	if (key == SFS_OPTK_SYNC) {
+	if (key == SFS_OPTK_FSYNC_NUM) {
+		if (strcmp(arg, "fsync=0") && strcmp(arg, "fsync=1")) {
+			sfs_errmsg("bad option '%s': fsync is 0 (sync=volatile) or 1 (sync=normal)",
+				   arg);
+			return -1;
+		}
+		m = arg[6] == '0' ? SFS_SYNC_VOLATILE : SFS_SYNC_NORMAL;
+	} else if (key == SFS_OPTK_SYNC) {
 		for (m = 0; m < 3 && strcmp(v, names[m]); m++)
 			;
 		if (m == 3) {
@@ -133,8 +145,67 @@ static int parse_sync(struct sfs_opts *o, const char *arg, int key)
 		return -1;
 	}
 	o->sync = m;
-	seen.sync_by = key == SFS_OPTK_SYNC ? "sync=" :
-		       key == SFS_OPTK_FSYNC ? "fsync" : "volatile";
+	seen.sync_by = key == SFS_OPTK_SYNC ? "sync=" : key == SFS_OPTK_FSYNC ? "fsync" :
+		       key == SFS_OPTK_FSYNC_NUM ? "fsync=" : "volatile";
+	return 0;
+}
+
+/* fuse-overlayfs's writeback=0|1: the flag writeback, or not. */
+static int parse_writeback(struct sfs_opts *o, const char *arg, int key)
+{
+	int on = key == SFS_OPTK_WRITEBACK || !strcmp(arg, "writeback=1");
+
+	if (key == SFS_OPTK_WRITEBACK_NUM && !on && strcmp(arg, "writeback=0")) {
+		sfs_errmsg("bad option '%s': writeback is 0 or 1", arg);
+		return -1;
+	}
+	if ((on && seen.writeback_off) || (!on && o->writeback)) {
+		sfs_errmsg("bad option '%s': writeback was %s before", arg, on ? "off" : "on");
+		return -1;
+	}
+	if (on)
+		o->writeback = 1;
+	else
+		seen.writeback_off = 1;
+	return 0;
+}
+
+/* uidmapping=, gidmapping=, squash_to_uid=, squash_to_gid=,
+ * squash_to_root (idmap.c). */
+static int squash_root;
+
+static int parse_owner(const char *arg, int key)
+{
+	const char *v = strchr(arg, '=');
+	int which = key == SFS_OPTK_UIDMAP || key == SFS_OPTK_SQUASH_UID ?
+		    SFS_IDMAP_UID : SFS_IDMAP_GID;
+	char *end;
+	long long id;
+	int ret;
+
+	if (key == SFS_OPTK_SQUASH_ROOT) {
+		squash_root = 1; /* squash_to_uid= and squash_to_gid= come first */
+		return 0;
+	}
+	ret = seen_fuse_opt(arg);
+	if (ret)
+		return ret < 0 ? -1 : 0;
+	if (key == SFS_OPTK_UIDMAP || key == SFS_OPTK_GIDMAP) {
+		ret = sfs_idmap_parse(which, v + 1);
+		if (ret < 0)
+			sfs_errmsg("bad option '%s': %s", arg, ret == -EEXIST ?
+				   "a mapping was given before" : ret == -E2BIG ?
+				   "more than 340 ranges" :
+				   "expected FROM:TO:LEN triples (ids below 2^32, LEN > 0, "
+				   "no two ranges overlapping)");
+		return ret < 0 ? -1 : 0;
+	}
+	errno = 0;
+	id = strtoll(v + 1, &end, 10);
+	if (end == v + 1 || *end || errno || sfs_idmap_squash(which, id) < 0) {
+		sfs_errmsg("bad option '%s': expected an id, 0 to 4294967295", arg);
+		return -1;
+	}
 	return 0;
 }
 
@@ -195,6 +266,7 @@ static int parse_readahead(struct sfs_opts *o, const char *arg)
  * directory) is refused. */
 static struct {
 	char *lowerdir, *upperdir, *workdir;
+	int plus;                 /* lowerdir is made of lowerdir+= */
 } ovl;
 
 static void ovl_free(void)
@@ -203,6 +275,7 @@ static void ovl_free(void)
 	free(ovl.upperdir);
 	free(ovl.workdir);
 	ovl.lowerdir = ovl.upperdir = ovl.workdir = NULL;
+	ovl.plus = 0;
 }
 
 /* "name=value": given twice, the values must agree (see the top). */
@@ -214,6 +287,40 @@ static int ovl_set(char **slot, const char *arg)
 		return strcmp(*slot, v) ? conflict(arg) : 0;
 	*slot = strdup(v);
 	return *slot ? 0 : -1;
+}
+
+/* lowerdir+=DIR (Linux 6.8): one more lower directory, below those
+ * before, its path taken as it is: appended to lowerdir's list with its
+ * ':' and '\' escaped. Not with lowerdir=, as the kernel says. */
+static int ovl_plus(const char *arg)
+{
+	const char *v = arg + strlen("lowerdir+=");
+	size_t old = ovl.lowerdir ? strlen(ovl.lowerdir) : 0;
+	char *nl, *o;
+
+	if (ovl.lowerdir && !ovl.plus) {
+		sfs_errmsg("bad option '%s': lowerdir= and lowerdir+= both given", arg);
+		return -1;
+	}
+	if (!*v) {
+		sfs_errmsg("bad option '%s': no directory given", arg);
+		return -1;
+	}
+	nl = realloc(ovl.lowerdir, old + 2 * strlen(v) + 2);
+	if (!nl)
+		return -1;
+	ovl.lowerdir = nl;
+	o = nl + old;
+	if (old)
+		*o++ = ':';
+	for (; *v; v++) {
+		if (*v == ':' || *v == '\\')
+			*o++ = '\\';
+		*o++ = *v;
+	}
+	*o = '\0';
+	ovl.plus = 1;
+	return 0;
 }
 
 /* Writes the path at *pp (up to an unescaped ':' when lower) to f escaped
@@ -363,6 +470,26 @@ out:
 	return ret;
 }
 
+/* userxattr asks for overlayfs's marks in user.overlay.*: with
+ * whiteout=overlay stackfs writes trusted.overlay.* marks, which kernel
+ * overlayfs mounted with userxattr would not read: refused. With
+ * whiteout=wh its marks are files, read by anyone. */
+static int userxattr_check(const struct sfs_opts *o)
+{
+	if (!o->userxattr)
+		return 0;
+	if (o->whiteout == SFS_WH_OVERLAY) {
+		sfs_errmsg("bad option 'userxattr': with whiteout=overlay stackfs writes "
+			   "trusted.overlay.* marks, which overlayfs with userxattr does not "
+			   "read; use whiteout=wh or leave userxattr out");
+		return -1;
+	}
+	sfs_compat_note("option 'userxattr' accepted: user.overlay.* marks are read in "
+			"every branch; whiteouts and opaque marks are written as files "
+			"(whiteout=wh); stackfs's own records stay trusted.*");
+	return 0;
+}
+
 /* subtype= makes the mount's type fuse.SUBTYPE, and fuse.stackfs is how
  * the commands (runtime.c, client.c, umount) and fstab recognise a
  * stackfs mount: anything else would be silently overridden or would
@@ -445,6 +572,21 @@ static int unknown(const char *arg)
 	return -1;
 }
 
+/* fuse-overlayfs's noxattrs=0|1. */
+static int parse_noxattrs(struct sfs_opts *o, const char *arg)
+{
+	const char *v = arg + strlen("noxattrs=");
+
+	if (strcmp(v, "0") && strcmp(v, "1")) {
+		sfs_errmsg("bad option '%s': noxattrs is 0 or 1", arg);
+		return -1;
+	}
+	if (seen_fuse_opt(arg) < 0)
+		return -1;
+	o->noxattrs = *v == '1';
+	return 0;
+}
+
 /* The flags of our own: set, may repeat. */
 static int flag(struct sfs_opts *o, int key)
 {
@@ -455,8 +597,11 @@ static int flag(struct sfs_opts *o, int key)
 	case SFS_OPTK_UPGRADE:
 		o->upgrade = 1;
 		break;
-	case SFS_OPTK_WRITEBACK:
-		o->writeback = 1;
+	case SFS_OPTK_USERXATTR:
+		o->userxattr = 1;
+		break;
+	case SFS_OPTK_NOACL:
+		o->noacl = 1;
 		break;
 	case SFS_OPTK_NOPASSTHROUGH:
 		o->nopassthrough = 1;
@@ -499,16 +644,41 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *out)
 		return parse_log(o, arg);
 	case SFS_OPTK_SYNC:
 	case SFS_OPTK_FSYNC:
+	case SFS_OPTK_FSYNC_NUM:
 	case SFS_OPTK_VOLATILE:
 		return parse_sync(o, arg, key);
+	case SFS_OPTK_WRITEBACK:
+	case SFS_OPTK_WRITEBACK_NUM:
+		return parse_writeback(o, arg, key);
+	case SFS_OPTK_NOTE:
+		return seen_fuse_opt(arg) < 0 ? -1 : sfs_compat_tuning(arg);
+	case SFS_OPTK_UIDMAP:
+	case SFS_OPTK_GIDMAP:
+	case SFS_OPTK_SQUASH_ROOT:
+	case SFS_OPTK_SQUASH_UID:
+	case SFS_OPTK_SQUASH_GID:
+		return parse_owner(arg, key);
+	case SFS_OPTK_CONTEXT:
+		return seen_fuse_opt(arg) < 0 ? -1 : sfs_compat_context(arg);
+	case SFS_OPTK_MOUNTFLAG:
+		return sfs_mountflags_seen(arg);
+	case SFS_OPTK_NOXATTRS:
+		return parse_noxattrs(o, arg);
 	case SFS_OPTK_ACCEPT_UNCLEAN:
 	case SFS_OPTK_UPGRADE:
-	case SFS_OPTK_WRITEBACK:
 	case SFS_OPTK_NOPASSTHROUGH:
+	case SFS_OPTK_USERXATTR:
+	case SFS_OPTK_NOACL:
 	case SFS_OPTK_TRACE:
 		return flag(o, key);
 	case SFS_OPTK_LOWERDIR:
+		if (ovl.plus) {
+			sfs_errmsg("bad option '%s': lowerdir= and lowerdir+= both given", arg);
+			return -1;
+		}
 		return ovl_set(&ovl.lowerdir, arg);
+	case SFS_OPTK_LOWERDIR_PLUS:
+		return ovl_plus(arg);
 	case SFS_OPTK_UPPERDIR:
 		return ovl_set(&ovl.upperdir, arg);
 	case SFS_OPTK_WORKDIR:
@@ -533,9 +703,15 @@ int sfs_opts_parse(struct fuse_args *args, struct sfs_opts *o)
 	o->timeout = 60.0;
 	o->readahead_kb = SFS_READAHEAD_DEFAULT_KIB;
 	o->whiteout = SFS_WH_AUFS;
-	fsname_given = 0;
-	if (!t)
+	fsname_given = squash_root = 0;
+	/* state of an earlier parse (the fuzzer parses many) */
+	sfs_mountflags_reset();
+	sfs_idmap_free();
+	sfs_compat_reset();
+	if (!t || sfs_compat_join(args) < 0) {
+		free(t);
 		return -ENOMEM;
+	}
 	ret = fuse_opt_parse(args, o, t, opt_proc);
 	free(t);
 	seen_free();
@@ -543,8 +719,12 @@ int sfs_opts_parse(struct fuse_args *args, struct sfs_opts *o)
 		ovl_free();
 		return -EINVAL;
 	}
-	if (ovl_finish(o) < 0)
+	if (ovl_finish(o) < 0 || userxattr_check(o) < 0)
 		return -EINVAL;
+	if (squash_root)
+		sfs_idmap_squash_root();
+	if (!o->show_help && !o->show_version && sfs_mountflags_add(args, o->branches) < 0)
+		return -ENOMEM;
 	/* Permission checks are the kernel's, on the union's attributes: the
 	 * daemon runs with the rights of its user and must not lend them. */
 	if (fuse_opt_add_arg(args, fsname_given ? "-odefault_permissions,subtype=stackfs" :

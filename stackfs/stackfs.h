@@ -41,6 +41,9 @@ struct sfs_opts {
 	int writeback;            /* the kernel's writeback cache */
 	int nopassthrough;        /* serve all data by requests */
 	int trace;                /* log every call into a branch */
+	int noacl;                /* no POSIX ACLs in the view */
+	int noxattrs;             /* no xattrs at all in the view */
+	int userxattr;            /* overlayfs's userxattr (accepted, whiteout=wh) */
 	unsigned readahead_kb;    /* readahead window; 0: the kernel's */
 	enum sfs_whiteout_style whiteout;
 	enum sfs_log_to log_to;   /* -o log= */
@@ -455,6 +458,53 @@ void sfs_log_recent(void (*fn)(void *arg, const struct sfs_log_entry *e), void *
 #define SFS_LOG_WARN 4
 #define SFS_LOG_INFO 6
 #define SFS_LOG_DEBUG 7
+
+/* ---- compat.c: the options of overlayfs and fuse-overlayfs ----------- */
+/* Joins what libfuse's split at commas would break in the -o values of
+ * args: quoted values, mapping lists with commas. */
+int sfs_compat_join(struct fuse_args *args);
+/* An accepted kernel tuning (SFS_OPTK_NOTE): its value checked against
+ * the table, its note kept. 0, or -1 with the message printed. */
+int sfs_compat_tuning(const char *arg);
+/* context= and the other SELinux labels: 1 to pass on to the kernel,
+ * 0 when dropped (SELinux is off: a note). */
+int sfs_compat_context(const char *arg);
+/* A line logged once the log is open (what an accepted option does). */
+void sfs_compat_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void sfs_compat_log_notes(void);
+void sfs_compat_reset(void);
+
+/* ---- mountflags.c: allow_other and suid when root mounts ------------- */
+/* allow_other, allow_root, suid, nosuid, dev or nodev given: 1 (passed
+ * on), -1 when its opposite was given too. */
+int sfs_mountflags_seen(const char *arg);
+/* Adds to args what root's mount gets unless told otherwise. */
+int sfs_mountflags_add(struct fuse_args *args, const char *branches);
+/* Each branch of s allows suid if the view was given it by default (at
+ * mount: the branches' mounts changed meanwhile; at branch add: the new
+ * one's); -EPERM with a message in err. */
+int sfs_mountflags_check(const struct sfs_snap *s, char *err, size_t len);
+void sfs_mountflags_reset(void);
+
+/* ---- idmap.c: owners between the branches and the view ---------------- */
+#define SFS_IDMAP_UID 0
+#define SFS_IDMAP_GID 1
+/* uidmapping=/gidmapping= (which: SFS_IDMAP_UID or _GID): FROM:TO:LEN
+ * triples separated by ':'. -EINVAL when malformed or overlapping,
+ * -EEXIST when given before. */
+int sfs_idmap_parse(int which, const char *list);
+/* squash_to_*: the view shows every entry owned by id. */
+int sfs_idmap_squash(int which, int64_t id);
+/* squash_to_root: 0 where squash_to_uid= or _gid= did not say. */
+void sfs_idmap_squash_root(void);
+bool sfs_idmap_active(void);
+void sfs_idmap_free(void);
+/* A stored id as the view shows it, and a view id as it is stored
+ * (65534 when no range covers it; -1 stays -1). */
+uint32_t sfs_idmap_to_view(int which, uint32_t id);
+uint32_t sfs_idmap_to_disk(int which, uint32_t id);
+/* st's owner and group as the view shows them. */
+void sfs_idmap_stat(struct stat *st);
 
 /* ---- mount.c: the state every part shares ---------------------------- */
 struct sfs_mount {

@@ -54,6 +54,34 @@ static void xtarget_put(struct xtarget *t)
 	free(t->ent);
 }
 
+/* Names the view does not have: every one with noxattrs=1, the POSIX
+ * ACLs with noacl (fuse-overlayfs's options). */
+static bool view_lacks(const char *name)
+{
+	return sfs_m.opts.noxattrs ||
+	       (sfs_m.opts.noacl && (!strcmp(name, "system.posix_acl_access") ||
+				     !strcmp(name, "system.posix_acl_default")));
+}
+
+/* Takes out of the list (n bytes) what view_lacks; its new length. */
+static size_t drop_lacking(char *list, size_t n)
+{
+	size_t o = 0;
+
+	if (!sfs_m.opts.noxattrs && !sfs_m.opts.noacl)
+		return n;
+	for (size_t i = 0; i < n;) {
+		size_t len = strnlen(list + i, n - i) + 1;
+
+		if (!view_lacks(list + i)) {
+			memmove(list + o, list + i, len);
+			o += len;
+		}
+		i += len;
+	}
+	return o;
+}
+
 static const char *xent(const struct xtarget *t)
 {
 	return t->ent ? t->ent : "";
@@ -64,7 +92,8 @@ void sfs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 {
 	struct xtarget t = { 0 };
 	char stored[XATTR_NAME_MAX + 1];
-	int ret = sfs_xattr_stored_name(name, stored, sizeof(stored));
+	int ret = view_lacks(name) ? -EOPNOTSUPP
+		: sfs_xattr_stored_name(name, stored, sizeof(stored));
 
 	if (ret == 0)
 		ret = xtarget_get(sfs_node_of(ino), true, &t);
@@ -82,7 +111,9 @@ void sfs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	char stored[XATTR_NAME_MAX + 1];
 	int ret = sfs_xattr_stored_name(name, stored, sizeof(stored));
 
-	if (ret < 0) /* none such can exist */
+	if (view_lacks(name))
+		ret = -EOPNOTSUPP;
+	else if (ret < 0) /* none such can exist */
 		ret = -ENODATA;
 	else
 		ret = xtarget_get(sfs_node_of(ino), true, &t);
@@ -100,6 +131,7 @@ void sfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t si
 	char stored[XATTR_NAME_MAX + 1];
 	char *buf = size ? malloc(size) : NULL;
 	ssize_t n = (size && !buf) ? -ENOMEM
+		: view_lacks(name) ? -EOPNOTSUPP
 		: sfs_xattr_stored_name(name, stored, sizeof(stored)) < 0 ? -ENODATA
 		: xtarget_get(sfs_node_of(ino), false, &t);
 
@@ -128,7 +160,7 @@ void sfs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 		n = sfs_xattr_list(t.fd, xent(&t), buf, XATTR_LIST_MAX);
 	xtarget_put(&t);
 	if (n >= 0)
-		n = (ssize_t)sfs_xattr_filter(buf, (size_t)n);
+		n = (ssize_t)drop_lacking(buf, sfs_xattr_filter(buf, (size_t)n));
 	if (n < 0)
 		sfs_reply_err(req, (int)-n);
 	else if (size == 0)

@@ -164,13 +164,20 @@ moveonenospc=true,mergerfs,ENOSPC
 minfreespace=4G,mergerfs,whatever its free space
 use_ino,mergerfs,inode numbers
 kernel_cache,libfuse,high-level API option
-uidmapping=0:1000:1,fuse-overlayfs,owners
-fsync=0,fuse-overlayfs,fsync=0 is sync=volatile
-metacopy=on,overlayfs,not accepted yet
-userxattr,overlayfs,not accepted yet
-index=off,overlayfs,not accepted yet
-xino=auto,overlayfs,not accepted yet
-redirect_dir=on,overlayfs,not accepted yet
+plugins=/x.so,fuse-overlayfs,not supported
+ino32_t,fuse-overlayfs,64-bit
+datadir+=/d,overlayfs,data-only layers
+EOF
+	# values stackfs cannot honour of options it takes otherwise
+	while IFS=',' read -r opt from word; do
+		sfs_record stackfs "$MNT"
+		run -2 --separate-stderr "$SFS" mount -o "$opt" "$UP:$LO" "$MNT"
+		[[ $stderr == "stackfs: bad option '$opt': $from's ${opt%%=*} "*"$word"* ]] ||
+			fail "-o $opt: $stderr"
+		! sfs_is_mounted "$MNT" || fail "mounted with -o $opt"
+	done <<'EOF'
+verity=require,overlayfs,fs-verity
+xattr_permissions=1,fuse-overlayfs,never kept in xattrs
 EOF
 	run -2 --separate-stderr "$SFS" mount -o frobnicate "$UP:$LO" "$MNT"
 	[[ $stderr == "stackfs: unknown option 'frobnicate' (stackfs mount --help lists the options)" ]] ||

@@ -87,7 +87,7 @@ open(sys.argv[1], "wb").write(bytes(r.randrange(256) for _ in range(int(sys.argv
 @test "opt 06: -o timeout= (empty value)" { refused_mount 2 "timeout" -o timeout= "$UP:$LO" "$MNT"; }
 @test "opt 07: -o timeout=nan" { refused_mount 2 "timeout" -o timeout=nan "$UP:$LO" "$MNT"; }
 @test "opt 08: -o timeout=1abc (trailing junk)" { refused_mount 2 "timeout" -o timeout=1abc "$UP:$LO" "$MNT"; }
-@test "opt 09: -o fsync=1 (a flag given a value)" { refused_mount 2 "fsync" -o fsync=1 "$UP:$LO" "$MNT"; }
+@test "opt 09: -o fsync=2 (fsync= takes 0 or 1)" { refused_mount 2 "fsync" -o fsync=2 "$UP:$LO" "$MNT"; }
 @test "opt 10: -o max_read=abc (a FUSE option with a bad value)" { refused_mount 2 "max_read" -o max_read=abc "$UP:$LO" "$MNT"; }
 @test "opt 11: -o whiteout=wh,whiteout=overlay (conflicting duplicates)" { refused_mount 2 "whiteout" -o whiteout=wh,whiteout=overlay "$UP:$LO" "$MNT"; }
 @test "opt 12: -o lowerdir= (empty)" { refused_mount 2 "lowerdir" -o lowerdir= "$MNT"; }

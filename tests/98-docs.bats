@@ -133,8 +133,8 @@ complete_line() {
 		whiteout=) arg=whiteout=overlay ;;
 		sync=) arg=sync=always ;;
 		subtype=) arg=subtype=stackfs ;;
-		lowerdir=) arg=lowerdir=/a ;;
-		*=) arg=${o}1 ;;
+		lowerdir= | lowerdir+=) arg=${o}/a ;;
+		*=) arg=$(o_sample "$o") || arg=${o}1 ;;
 		*) arg=$o ;;
 		esac
 		# --version: parse the command line, then print the version
@@ -168,7 +168,8 @@ complete_line() {
 		subtype=) arg=subtype=stackfs ;;
 		fsname=) arg=fsname=docs ;;
 		max_read=) arg=max_read=131072 ;;
-		*=) fail "no sample value for $o: add one to this test" ;;
+		lowerdir+=) continue ;;
+		*=) arg=$(o_sample "$o") || fail "no sample value for $o: add one to this test" ;;
 		*) arg=$o ;;
 		esac
 		if ! out=$("$SFS" mount -o "$arg" "$UP:$LO" "$MNT" 2>&1) || ! sfs_is_mounted "$MNT"; then
@@ -278,8 +279,10 @@ complete_line() {
 @test "completion: every -o option of the daemon's usage, and values after whiteout=" {
 	run -0 complete_line "stackfs mount -o "
 	same_sets "completion of -o" "$(daemon_o_options | grep -v '^-')" "$output"
-	run -0 complete_line "stackfs mount -o allow_other,low"
-	assert_output "allow_other,lowerdir="
+	run -0 complete_line "stackfs mount -o allow_other,lowerd"
+	assert_output $'allow_other,lowerdir=\nallow_other,lowerdir+='
+	run -0 complete_line "stackfs mount -o allow_other,upp"
+	assert_output "allow_other,upperdir="
 	run -0 complete_line "stackfs mount -o whiteout="
 	assert_output $'wh\noverlay'
 }

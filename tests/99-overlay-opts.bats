@@ -262,3 +262,203 @@ names() {
 	assert_output --partial "upperdir="
 	assert_output --partial "workdir="
 }
+
+# ------------------------------------------- as podman's mount program (issue 16)
+
+# prog_mount OPTS: `stackfs -o OPTS MNT`, as podman runs its mount program;
+# recorded for cleanup; checks it is a live stackfs mount.
+prog_mount() {
+	sfs_record stackfs "$MNT"
+	run -0 --separate-stderr "$SFS" -o "$1" "$MNT"
+	[[ $(sfs_fstype "$MNT") == fuse.stackfs ]] || fail "$MNT is not a stackfs mount: $(findmnt -M "$MNT")"
+	sfs_record pid "$(sfs_daemon_pid "$MNT"):$MNT"
+}
+
+mount_opts() {
+	findmnt -rn -o OPTIONS -M "$MNT"
+}
+
+@test "stackfs -o lowerdir=...,upperdir=...,workdir=...,,volatile MNT (podman's argv, an empty element); unmounted by umount2" {
+	prog_mount "lowerdir=$LO:$LO2,upperdir=$UP,workdir=$WORK,,volatile"
+	run -0 cat "$MNT/l" "$MNT/l2" "$MNT/u"
+	assert_output $'lo\nlo2\nup'
+	echo n >"$MNT/n"
+	[[ -f $UP/n ]] || fail "write did not land in upperdir"
+	local pid
+	pid=$(sfs_daemon_pid "$MNT")
+	# podman unmounts with umount2 itself: the daemon ends, cleanly
+	umount "$MNT"
+	sfs_wait_gone "$pid" || fail "the daemon outlived umount"
+	prog_mount "lowerdir=$LO:$LO2,upperdir=$UP,workdir=$WORK,"
+	run -0 cat "$MNT/n"
+	run -0 "$SFS" --version
+	assert_output --partial "stackfs"
+}
+
+@test "umount2 then at once a mount of the same upper (podman's commit after a run): it waits for the ending daemon" {
+	local cycle
+	# (not $i: the helpers' loops set a global i)
+	for cycle in 1 2 3 4 5; do
+		prog_mount "lowerdir=$LO,upperdir=$UP,workdir=$WORK,volatile"
+		echo "$cycle" >>"$MNT/l"
+		umount "$MNT"
+	done
+	prog_mount "lowerdir=$LO,upperdir=$UP,workdir=$WORK"
+	run -0 cat "$MNT/l"
+	assert_output $'lo\n1\n2\n3\n4\n5'
+}
+
+@test "volatile and fsync=0 are not a no-op: after the daemon is killed the upper is refused until accept_unclean" {
+	local o pid
+	for o in volatile fsync=0; do
+		prog_mount "lowerdir=$LO,upperdir=$UP,workdir=$WORK,$o"
+		echo more >>"$MNT/l"
+		pid=$(sfs_daemon_pid "$MNT")
+		kill -KILL "$pid"
+		sfs_wait_gone "$pid"
+		fusermount3 -u -z "$MNT"
+		run -1 "$SFS" -o "lowerdir=$LO,upperdir=$UP,workdir=$WORK" "$MNT"
+		assert_output --partial 'sync=volatile'
+		assert_output --partial 'accept_unclean'
+		prog_mount "lowerdir=$LO,upperdir=$UP,workdir=$WORK,accept_unclean"
+		run -0 "$SFS" umount "$MNT"
+	done
+}
+
+@test "root's mount: allow_other and suid unless told nosuid or allow_root, nodev unless told dev; another user reads through it" {
+	prog_mount "lowerdir=$LO,upperdir=$UP"
+	local o
+	o=$(mount_opts)
+	[[ ,$o, == *,allow_other,* && ,$o, != *,nosuid,* && ,$o, == *,nodev,* ]] || fail "options: $o"
+	# (from inside: the test's directories are root's 0700 ones)
+	run -0 bash -c "cd '$MNT' && setpriv --reuid=nobody --regid=nogroup --clear-groups cat l"
+	assert_output lo
+	run -0 "$SFS" umount "$MNT"
+	prog_mount "lowerdir=$LO,upperdir=$UP,nosuid,dev,allow_root"
+	o=$(mount_opts)
+	[[ ,$o, == *,nosuid,* && ,$o, != *,nodev,* ]] || fail "options: $o"
+	# allow_root: the kernel's allow_other, with libfuse refusing others
+	run bash -c "cd '$MNT' && setpriv --reuid=nobody --regid=nogroup --clear-groups cat l"
+	assert_failure
+	run -0 "$SFS" umount "$MNT"
+	run -2 "$SFS" -o "lowerdir=$LO,suid,nosuid" "$MNT"
+	assert_output --partial "nosuid"
+}
+
+@test "a branch on a nosuid mount makes the view nosuid (a note says which); an explicit suid is root's to give; branch add refuses one" {
+	mount --bind "$LO2" "$LO2" && sfs_record mount "$LO2"
+	mount -o remount,bind,nosuid "$LO2"
+	prog_mount "lowerdir=$LO:$LO2,upperdir=$UP,log=$BATS_TEST_TMPDIR/log"
+	local o
+	o=$(mount_opts)
+	[[ ,$o, == *,nosuid,* ]] || fail "options: $o"
+	grep -q "the view is nosuid: branch $LO2 is on a nosuid mount" "$BATS_TEST_TMPDIR/log" ||
+		fail "no note: $(cat "$BATS_TEST_TMPDIR/log")"
+	run -0 "$SFS" umount "$MNT"
+	prog_mount "lowerdir=$LO:$LO2,upperdir=$UP,suid"
+	[[ ,$(mount_opts), != *,nosuid,* ]] || fail "an explicit suid was not given: $(mount_opts)"
+	run -0 "$SFS" umount "$MNT"
+	# a view suid by default takes no branch from a nosuid mount later
+	prog_mount "lowerdir=$LO,upperdir=$UP"
+	run -1 "$SFS" branch add "$MNT" "$LO2" --mode ro
+	assert_output --partial "$LO2: a nosuid mount"
+	run -0 "$SFS" branch list "$MNT"
+	[[ $output != *"$LO2"* ]] || fail "the branch was added: $output"
+}
+
+@test "kernel tunings of overlayfs and fuse-overlayfs are accepted, each with a note in the log; bad values are refused" {
+	local opts=metacopy=on,redirect_dir=on,index=off,xino=auto,uuid=null,nfs_export=off,verity=off
+	opts+=,static_nlink,fast_ino=1,threaded=1,xattr_permissions=0,userxattr
+	prog_mount "lowerdir=$LO,upperdir=$UP,workdir=$WORK,$opts,log=$BATS_TEST_TMPDIR/log"
+	local o
+	for o in ${opts//,/ }; do
+		grep -q "option '$o' accepted" "$BATS_TEST_TMPDIR/log" || fail "no note of $o: $(cat "$BATS_TEST_TMPDIR/log")"
+	done
+	run -0 cat "$MNT/l"
+	run -0 "$SFS" umount "$MNT"
+	for o in metacopy=yes xino=maybe fast_ino=2 "userxattr,whiteout=overlay"; do
+		refused -o "lowerdir=$LO,$o" "$MNT"
+		names "${o%%[=,]*}"
+	done
+}
+
+@test "context=\"...:c1,c2\": the comma inside the quotes does not split it; without SELinux it is ignored with a note" {
+	prog_mount "lowerdir=$LO,upperdir=$UP,context=\"system_u:object_r:container_file_t:s0:c1,c2\",log=$BATS_TEST_TMPDIR/log"
+	grep -q "option 'context=\"system_u:object_r:container_file_t:s0:c1,c2\"' ignored: SELinux is not enabled" \
+		"$BATS_TEST_TMPDIR/log" || fail "$(cat "$BATS_TEST_TMPDIR/log")"
+	run -0 cat "$MNT/l"
+}
+
+@test "lowerdir+=A,lowerdir+=B is lowerdir=A:B (paths taken as they are); not with lowerdir=" {
+	local odd=$T/'c:d'
+	mkdir "$odd" && echo odd >"$odd/o"
+	prog_mount "lowerdir+=$LO,lowerdir+=$odd,lowerdir+=$LO2,upperdir=$UP"
+	run -0 cat "$MNT/shared" "$MNT/o" "$MNT/l2"
+	assert_output $'lo-shared\nodd\nlo2'
+	run -0 "$SFS" umount "$MNT"
+	refused -o "lowerdir=$LO,lowerdir+=$LO2" "$MNT"
+	names "lowerdir+="
+}
+
+@test "uidmapping=/gidmapping=: stored owners shown through the ranges and stored back; unmapped ones are 65534" {
+	chown 1000:1000 "$LO/l"
+	chown 7:7 "$LO2/l2"
+	# fuse-overlayfs's form with a comma between the triples, and podman's leading ':'
+	prog_mount "lowerdir=$LO:$LO2,upperdir=$UP,uidmapping=0:100000:1000,1000:200000:10,gidmapping=:0:100000:1000:1000:200000:10"
+	run -0 stat -c '%u:%g' "$MNT/shared" "$MNT/l" "$MNT/l2"
+	assert_output $'100000:100000\n200000:200000\n100007:100007'
+	# a chown to view ids is stored through the ranges; a file made by a
+	# view id is stored so; one no range covers is 65534
+	chown 100005:200001 "$MNT/u"
+	[[ $(stat -c %u:%g "$UP/u") == 5:1001 ]] || fail "stored as $(stat -c %u:%g "$UP/u")"
+	mkdir -m 1777 "$MNT/pub"
+	(cd "$MNT/pub" && setpriv --reuid=200003 --regid=200003 --clear-groups sh -c 'echo x >byuser') ||
+		fail "a mapped user could not create a file"
+	[[ $(stat -c %u:%g "$UP/pub/byuser") == 1003:1003 ]] || fail "stored as $(stat -c %u:%g "$UP/pub/byuser")"
+	[[ $(stat -c %u:%g "$MNT/pub/byuser") == 200003:200003 ]] || fail "shown as $(stat -c %u:%g "$MNT/pub/byuser")"
+	# root (0) is not mapped: what it makes is stored as 65534
+	[[ $(stat -c %u:%g "$UP/pub") == 65534:65534 ]] || fail "stored as $(stat -c %u:%g "$UP/pub")"
+	chown 4242 "$MNT/u"
+	[[ $(stat -c %u "$UP/u") == 65534 ]] || fail "unmapped id stored as $(stat -c %u "$UP/u")"
+	run -0 "$SFS" umount "$MNT"
+	refused -o "lowerdir=$LO,uidmapping=0:100000" "$MNT"
+	names uidmapping
+	refused -o "lowerdir=$LO,uidmapping=0:100000:10:5:200000:10" "$MNT"
+	names overlapping
+}
+
+@test "squash_to_root, squash_to_uid=, squash_to_gid=: what the view shows, not what is stored" {
+	chown 1000:1000 "$LO/l"
+	prog_mount "lowerdir=$LO,upperdir=$UP,squash_to_root"
+	run -0 stat -c '%u:%g' "$MNT/l" "$MNT/u"
+	assert_output $'0:0\n0:0'
+	run -0 "$SFS" umount "$MNT"
+	prog_mount "lowerdir=$LO,upperdir=$UP,squash_to_root,squash_to_uid=7"
+	run -0 stat -c '%u:%g' "$MNT/l"
+	assert_output '7:0'
+	echo more >>"$MNT/l"
+	[[ $(stat -c %u:%g "$UP/l") == 1000:1000 ]] || fail "the copy-up's owner is $(stat -c %u:%g "$UP/l")"
+}
+
+@test "noacl: the view has no POSIX ACLs (refused, not listed); the branch's stay; noxattrs=1: no xattrs at all" {
+	sfs_require_cmd setfacl getfattr
+	setfacl -m u:1000:r "$LO/l"
+	setfattr -n user.k -v v "$LO/l"
+	prog_mount "lowerdir=$LO,upperdir=$UP,noacl"
+	run getfacl -cn "$MNT/l"
+	[[ $output != *user:1000* ]] || fail "the ACL shows: $output"
+	run setfacl -m u:1001:r "$MNT/u"
+	assert_failure
+	assert_output --partial "Operation not supported"
+	run -0 getfattr -d -m - "$MNT/l"
+	[[ $output != *posix_acl* && $output == *user.k* ]] || fail "listing: $output"
+	echo more >>"$MNT/l"
+	run -0 getfacl -cn "$UP/l"
+	assert_output --partial "user:1000:r--"
+	run -0 "$SFS" umount "$MNT"
+	prog_mount "lowerdir=$LO,upperdir=$UP,noxattrs=1"
+	run -0 getfattr -d -m - "$MNT/l"
+	assert_output ""
+	run setfattr -n user.x -v 1 "$MNT/u"
+	assert_failure
+}

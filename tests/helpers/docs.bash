@@ -29,6 +29,21 @@ help_cmds() {
 	done
 }
 
+# o_sample NAME=: a value the option takes (overlayfs's and
+# fuse-overlayfs's options take only their documented values).
+o_sample() {
+	case $1 in
+	uidmapping= | gidmapping=) echo "${1}0:0:65536" ;;
+	metacopy= | index= | nfs_export= | redirect_dir= | verity=) echo "${1}off" ;;
+	xino= | uuid=) echo "${1}auto" ;;
+	fsync= | writeback= | fast_ino= | threaded= | noxattrs=) echo "${1}1" ;;
+	xattr_permissions=) echo "${1}0" ;;
+	squash_to_uid= | squash_to_gid=) echo "${1}1000" ;;
+	*context=) echo "${1}system_u:object_r:container_file_t:s0" ;;
+	*) return 1 ;;
+	esac
+}
+
 # o_names: on stdin an option list as --help prints it ("    -o NAME=ARG
 # help", "    -o a, b, c" wrapped under its first name, "    -h, --help");
 # prints each option's name, one a line: "whiteout=", "fsync", "-f".
@@ -68,7 +83,7 @@ man_items() {
 				if (p ~ /^-o +[a-z]/) sub(/^-o +/, "", p)
 				split(p, w, " "); o = w[1]
 				if (o ~ /=/) sub(/=.*/, "=", o)
-				if (o ~ /^(-|[a-z_]+=?$)/) print o
+				if (o ~ /^(-|[a-z_+]+=?$)/) print o
 			}
 		}
 		{ prev = $0 }' "$1" | sort -u
