@@ -167,9 +167,9 @@ outside_unchanged() {
 	assert_output root
 }
 
-@test "without allow_other nobody cannot even enter the mount (the daemon adds no allow_other)" {
+@test "with allow_root (root's mount lets others in by default) nobody cannot even enter the mount" {
 	chmod 777 "$UP"
-	sfs_mount "$UP:$LO" "$MNT"
+	sfs_mount "$UP:$LO" "$MNT" allow_root
 	run as_nobody true
 	assert_failure
 	run -0 as_root_in_view true
