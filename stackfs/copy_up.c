@@ -116,10 +116,7 @@ static int stage_file(const struct sfs_layer *data, const struct stat *st,
 	if (ret == 0 && !nodata && !data)
 		ret = -EIO;
 	if (ret == 0 && !nodata) {
-		/* reading the lower file must not change it, atime included */
-		in = sfs_do_reopen(data->fd, O_RDONLY | O_NOATIME);
-		if (in == -EPERM) /* not the owner, without CAP_FOWNER */
-			in = sfs_do_reopen(data->fd, O_RDONLY);
+		in = sfs_open_source(data->fd);
 		ret = in < 0 ? in : sfs_copy_data(in, out, st->st_size);
 	}
 	/* normal and always: never placed with data not yet on the disk

@@ -10,6 +10,10 @@
 /* Copies size bytes of in to out (both open; out empty): a reflink, else
  * the data extents, then the size, then the unwritten extents. 0/-errno. */
 int sfs_copy_data(int in, int out, off_t size);
+/* The file fd (O_PATH) opened to be copied from: O_NOATIME, so reading a
+ * lower file does not change it, else (not its owner, without
+ * CAP_FOWNER) plainly. An fd, or -errno. */
+int sfs_open_source(int fd);
 /* Gives the file or directory dst the inode flags (chattr) of src that
  * mean something for a copy (immutable and append-only included:
  * dropping them would widen access), keeping dst's own others. Any fds

@@ -16,6 +16,13 @@
 #include "common/bio.h"
 #include "union/copy.h"
 
+int sfs_open_source(int fd)
+{
+	int in = sfs_do_reopen(fd, O_RDONLY | O_NOATIME);
+
+	return in == -EPERM ? sfs_do_reopen(fd, O_RDONLY) : in;
+}
+
 /* Copies [off, end) by read and write, for filesystems that cannot
  * copy_file_range between them. */
 static int copy_rw(int in, int out, off_t off, off_t end)

@@ -13,14 +13,6 @@
 #include "union/copy.h"
 #include "whiteout/metacopy.h"
 
-/* Reading the lower file must not change it, atime included. */
-static int open_data(int data_fd)
-{
-	int in = sfs_do_reopen(data_fd, O_RDONLY | O_NOATIME);
-
-	return in == -EPERM ? sfs_do_reopen(data_fd, O_RDONLY) : in;
-}
-
 int sfs_metacopy_fill(int fd, int data_fd, bool durable)
 {
 	struct stat st;
@@ -28,7 +20,7 @@ int sfs_metacopy_fill(int fd, int data_fd, bool durable)
 
 	if (ret == 0)
 		ret = sfs_do_fstat(fd, &st);
-	if (ret == 0 && (in = open_data(data_fd)) < 0)
+	if (ret == 0 && (in = sfs_open_source(data_fd)) < 0)
 		ret = in;
 	/* the file is sparse at its size: the data extents land in place */
 	if (ret == 0)
