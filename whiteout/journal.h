@@ -78,17 +78,18 @@ int sfs_jmark_parse(const void *buf, size_t len, struct sfs_jnl_mark *m,
 void sfs_jmark_free(struct sfs_jnl_mark *m);
 
 /* Reads RW's journal (-ENOENT: none) / LOWER's marker (-ENOENT: none),
- * given the branch root fd. */
-int sfs_jnl_read(int root_fd, struct sfs_journal *j, char *err, size_t errlen);
-int sfs_jmark_read(int root_fd, struct sfs_jnl_mark *m, char *err, size_t errlen);
+ * given the directory holding the branch's .stackfs (at_fd: its root, or
+ * its workdir, metadir.h). */
+int sfs_jnl_read(int at_fd, struct sfs_journal *j, char *err, size_t errlen);
+int sfs_jmark_read(int at_fd, struct sfs_jnl_mark *m, char *err, size_t errlen);
 /* Writes them crash-safe (tmp, fsync, rename, fsync). The marker makes
- * LOWER/.stackfs (0700) when there is none: *made says so. */
-int sfs_jnl_write(int root_fd, const struct sfs_journal *j);
-int sfs_jmark_write(int root_fd, const struct sfs_jnl_mark *m, bool *made);
+ * LOWER's .stackfs (0700) when there is none: *made says so. */
+int sfs_jnl_write(int at_fd, const struct sfs_journal *j);
+int sfs_jmark_write(int at_fd, const struct sfs_jnl_mark *m, bool *made);
 
 /* Whether a branch has an unfinished commit (a journal or a marker):
  * -EINPROGRESS with a one-line message saying what to run, else 0. */
-int sfs_jnl_pending(int root_fd, char *err, size_t errlen);
+int sfs_jnl_pending(int at_fd, char *err, size_t errlen);
 
 /* Whether fd (a branch root) is the branch the identity names. */
 bool sfs_jnl_same_branch(int fd, const uint8_t fs_uuid[16], uint64_t ino);
