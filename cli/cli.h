@@ -52,6 +52,7 @@ extern const struct sfs_cmd sfs_cmd_commit;
 struct mbranch {
 	char *path;
 	bool rw;
+	char *workdir;            /* holding its metadata dir, or NULL */
 };
 int sfs_diff_daemon_branches(pid_t pid, struct mbranch **out, size_t *n,
 			     char *err, size_t errlen);

@@ -268,3 +268,85 @@ change_view() {
 	refused_mount "not on the mount of the branch" -- \
 		-o "lowerdir=$LO,upperdir=$T/up2,workdir=$BATS_TEST_TMPDIR/bind" "$MNT"
 }
+
+@test "fsck finds the upper's metadata in the workdir its root records (--workdir names one): reports and repairs it there" {
+	wd_mount
+	echo new >"$MNT/f"
+	cu_umount
+	run -0 "$SFS" fsck "$UP"
+	assert_output --partial "the metadata directory is in the workdir $WD"
+	assert_output --partial "$UP: clean"
+	run -0 "$SFS" fsck --json --workdir "$WD" "$UP"
+	run -0 python3 -c 'import json,sys; j=json.loads(sys.argv[1]); print(j["workdir"], j["found"], j["exit"])' "$output"
+	assert_output "$WD 0 0"
+	# damage in the workdir's .stackfs: found there, repaired there
+	touch "$WD/.stackfs/work/leftover"
+	run -4 "$SFS" fsck "$UP"
+	assert_output --partial "/.stackfs/work/leftover"
+	run -1 "$SFS" fsck --repair "$UP"
+	[[ ! -e $WD/.stackfs/work/leftover ]] || fail "the leftover is still in the workdir"
+	run -0 "$SFS" fsck "$UP"
+	# an untrusted one is rebuilt in the workdir, as the mount's message says
+	chown nobody "$WD/.stackfs"
+	run -1 "$SFS" fsck --repair "$UP"
+	assert_output --partial "META_UNTRUSTED"
+	ls -d "$WD"/.stackfs.untrusted.* >/dev/null || fail "the old one is not kept in the workdir: $(ls -A "$WD")"
+	[[ ! -e $UP/.stackfs && $(stat -c %U "$WD/.stackfs") == root ]] || fail "rebuilt in the wrong place"
+	wd_mount
+	cu_umount
+	[[ ! -e $UP/.stackfs ]] || fail "the upper got a .stackfs"
+}
+
+@test "fsck of a mounted upper sees its lock in the workdir; --repair is refused; a wrong --workdir is refused" {
+	wd_mount
+	run -0 "$SFS" fsck "$UP"
+	assert_output --partial "in use by a mounted stackfs (the stackfs mount on $MNT"
+	run -8 "$SFS" fsck --repair "$UP"
+	assert_output --partial "in use"
+	cu_umount
+	mkdir "$T/other"
+	run -8 --separate-stderr "$SFS" fsck --workdir "$UP/.." "$UP"
+	[[ $stderr == *nested* ]] || fail "$stderr"
+	run -8 --separate-stderr "$SFS" fsck "$UP" --workdir
+	[[ $stderr == *"--workdir needs a directory"* ]] || fail "$stderr"
+}
+
+@test "diff of the upper given its lowers, of the upper alone and of the mount: the changes, hard links shown through the workdir's index" {
+	make_lower
+	echo one >"$LO/h1"
+	ln "$LO/h1" "$LO/h2"
+	wd_mount
+	change_view "$MNT"
+	echo two >>"$MNT/h1"
+	local want
+	want=$(printf '%s\n' "C /chm" "D /del" "D /deldir" "C /h1" "C /h2" "A /keepdir/new" "C /mod" "D /mvd" \
+		"A /mvd2" "A /newdir" "A /newfile")
+	run -0 "$SFS" diff "$MNT"
+	assert_output "$want"
+	run -2 --separate-stderr "$SFS" diff --workdir "$WD" "$MNT"
+	[[ $stderr == *"--workdir is for a branch directory"* ]] || fail "$stderr"
+	cu_umount
+	run -0 "$SFS" diff --lower "$LO" "$UP"
+	assert_output "$want"
+	run -0 "$SFS" diff "$UP"
+	assert_output "$want"
+	run -0 "$SFS" diff --workdir "$WD" "$UP"
+	assert_output "$want"
+	run -1 --separate-stderr "$SFS" diff --workdir "$T" "$UP"
+	[[ $stderr == *nested* ]] || fail "$stderr"
+}
+
+@test "branch list shows the workdir; branch mode ro and back to rw keeps the metadata in it; branch remove sees the upper's changes" {
+	wd_mount
+	echo x >"$MNT/x"
+	run -0 "$SFS" branch list --json "$MNT"
+	run -0 python3 -c 'import json,sys; v=json.loads(sys.argv[1]); print(v[0]["workdir"], v[1]["workdir"])' "$output"
+	assert_output "$WD None"
+	run -0 "$SFS" branch mode "$MNT" "$UP" ro
+	run -0 "$SFS" branch mode "$MNT" "$UP" rw
+	echo y >"$MNT/y"
+	[[ -f $UP/y && ! -e $UP/.stackfs ]] || fail "y not in the upper, or a .stackfs made there"
+	run -1 --separate-stderr "$SFS" branch remove "$MNT" "$UP"
+	[[ $stderr == *"unmerged change"* ]] || fail "$stderr"
+	cu_umount
+}

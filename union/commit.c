@@ -102,7 +102,7 @@ static int open_union(struct commit *c, char **below, size_t nbelow)
 	paths[1] = c->into;
 	for (size_t i = 0; i < nbelow; i++)
 		paths[i + 2] = below[i];
-	if (sfs_ch_union_open(&c->u, paths, (unsigned)nbelow + 2, err, sizeof(err)) < 0)
+	if (sfs_ch_union_open(&c->u, paths, (unsigned)nbelow + 2, NULL, err, sizeof(err)) < 0)
 		ret = sfs_commit_refuse(c, SFS_COMMIT_REFUSED, "%s", err);
 	free(paths);
 	if (ret < 0)

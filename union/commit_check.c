@@ -288,7 +288,7 @@ int sfs_commit_below(struct commit *c, char ***below, size_t *nbelow)
 	char **v = NULL, msg[300];
 	size_t n = 0;
 	int fd = open(c->rw, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	int ret = fd < 0 ? -errno : sfs_ch_lowers_below(fd, &v, &n, msg, sizeof(msg));
+	int ret = fd < 0 ? -errno : sfs_ch_lowers_below(fd, fd, &v, &n, msg, sizeof(msg));
 
 	if (fd >= 0)
 		close(fd);

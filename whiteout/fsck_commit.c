@@ -141,7 +141,7 @@ void sfs_fsck_check_commit(struct fsck *f)
 	struct sfs_journal j;
 	struct sfs_jnl_mark m;
 	char msg[512];
-	int ret = sfs_jnl_read(f->root_fd, &j, msg, sizeof(msg));
+	int ret = sfs_jnl_read(f->meta_at, &j, msg, sizeof(msg));
 
 	if (ret == 0) {
 		commit_from_here(f, &j);
@@ -149,7 +149,7 @@ void sfs_fsck_check_commit(struct fsck *f)
 	} else if (ret != -ENOENT) {
 		unreadable(f, "/" SFS_METADIR_NAME "/" SFS_META_COMMIT, msg);
 	}
-	ret = sfs_jmark_read(f->root_fd, &m, msg, sizeof(msg));
+	ret = sfs_jmark_read(f->meta_at, &m, msg, sizeof(msg));
 	if (ret == 0) {
 		commit_into_here(f, &m);
 		sfs_jmark_free(&m);
