@@ -10,6 +10,8 @@
 
 load helpers/common
 load helpers/copyup
+load helpers/diff
+load helpers/faults
 
 setup_file() {
 	sfs_setup_file 1
@@ -349,4 +351,93 @@ change_view() {
 	run -1 --separate-stderr "$SFS" branch remove "$MNT" "$UP"
 	[[ $stderr == *"unmerged change"* ]] || fail "$stderr"
 	cu_umount
+}
+
+@test "commit of an upper whose metadata is in its workdir: the lower shows the union, the upper is emptied and stays clean, the workdir's journal and index go" {
+	dc_lower "$LO"
+	wd_mount whiteout=overlay
+	dc_change "$MNT"                         # h1 written: h2 shows it (the index)
+	dc_state "$MNT" >"$BATS_TEST_TMPDIR/before"
+	cu_umount
+	ls "$WD/.stackfs/index" | grep -q . || fail "no index entry in the workdir"
+	run -0 "$SFS" commit "$UP" --into "$LO"
+	[[ -z $(ls -A "$UP") ]] || fail "the upper is not empty: $(ls -A "$UP")"
+	[[ ! -e $WD/.stackfs/commit && -z $(ls -A "$WD/.stackfs/index") ]] ||
+		fail "the journal or index entries are left: $(ls -AR "$WD/.stackfs")"
+	[[ ! -e $LO/.stackfs ]] || fail "the lower branch kept a .stackfs"
+	[[ $(record_of "$UP") == "$WD" ]] || fail "the record went"
+	cu_mount "" "$LO=ro"
+	dc_assert_state "$BATS_TEST_TMPDIR/before" "$MNT"
+	run -0 cat "$MNT/h2"
+	assert_output $'h\nH'
+	cu_umount
+	wd_mount whiteout=overlay
+	dc_assert_state "$BATS_TEST_TMPDIR/before" "$MNT"
+	cu_umount
+	run -0 "$SFS" diff "$UP"
+	assert_output ""
+}
+
+# wdc_fresh: the branches made afresh through a workdir= mount.
+wdc_fresh() {
+	rm -rf "$UP" "$LO" "$WD"
+	mkdir -p "$UP" "$LO" "$WD"
+	dc_lower "$LO"
+	wd_mount
+	dc_change "$MNT"
+	cu_umount
+}
+
+# wdc_commit N ACTION: the commit with the fault shim, killed (kill)
+# before its call N, or counting (0 count). Its exit status.
+wdc_commit() {
+	local rc=0
+	echo "mut $1 $2" >"$BATS_TEST_TMPDIR/fi.ctl"
+	: >"$BATS_TEST_TMPDIR/fi.log"
+	LD_PRELOAD=$FI_SO SFS_FI_CTL=$BATS_TEST_TMPDIR/fi.ctl SFS_FI_LOG=$BATS_TEST_TMPDIR/fi.log \
+		SFS_FI_ROOTS=$T SFS_FI_ARM=1 "$SFS" commit "$UP" --into "$LO" >"$BATS_TEST_TMPDIR/out" 2>&1 ||
+		rc=$?
+	return "$rc"
+}
+
+@test "a commit of such an upper killed part way: neither branch mounts, fsck --repair of the lower (through the record) or a new commit recovers the union" {
+	fi_require_plain_build
+	sfs_require_tool faultinject.so
+	local calls p rc i=0 out jnl=0
+	wdc_fresh
+	wdc_commit 0 count || fail "the counting commit failed: $(cat "$BATS_TEST_TMPDIR/out")"
+	calls=$(grep -c '^[0-9]' "$BATS_TEST_TMPDIR/fi.log")
+	((calls > 6)) || fail "the commit made only $calls counted calls"
+	for p in $((calls / 3)) $((calls / 2)) $((calls * 2 / 3)) $((calls - 1)); do
+		wdc_fresh
+		cu_mount "" "$UP:$LO"
+		dc_state "$MNT" >"$BATS_TEST_TMPDIR/before"
+		cu_umount
+		rc=0
+		wdc_commit "$p" kill || rc=$?
+		((rc == 137)) || fail "point $p: the commit was not killed (exit $rc): $(cat "$BATS_TEST_TMPDIR/out")"
+		[[ ! -e $UP/.stackfs ]] || fail "point $p: the journal went into the upper"
+		if [[ -e $WD/.stackfs/commit ]]; then
+			jnl=$((jnl + 1))
+			sfs_record stackfs "$MNT"
+			run -1 "$SFS" mount "$UP:$LO" "$MNT"
+			assert_output --partial "unfinished stackfs commit"
+			rc=0
+			out=$("$SFS" fsck "$UP" 2>&1) || rc=$?
+			((rc & 4)) && [[ $out == *COMMIT_UNFINISHED* ]] || fail "point $p: fsck of the upper: $out"
+		fi
+		if ((i++ % 2)); then
+			run "$SFS" commit "$UP" --into "$LO"
+			((status == 0)) || fail "point $p: the second commit: $output"
+		else
+			run "$SFS" fsck --repair "$LO"
+			((status <= 1)) || fail "point $p: fsck --repair of the lower: $output"
+		fi
+		[[ ! -e $WD/.stackfs/commit && ! -e $LO/.stackfs/commit-from ]] ||
+			fail "point $p: the journal or the marker is left"
+		cu_mount "" "$UP:$LO"
+		dc_assert_state "$BATS_TEST_TMPDIR/before" "$MNT"
+		cu_umount
+	done
+	((jnl >= 2)) || fail "only $jnl of the points left a journal in the workdir"
 }
