@@ -52,6 +52,7 @@ extern const struct sfs_cmd sfs_cmd_commit;
 struct mbranch {
 	char *path;
 	bool rw;
+	char *workdir;            /* holding its metadata dir, or NULL */
 };
 int sfs_diff_daemon_branches(pid_t pid, struct mbranch **out, size_t *n,
 			     char *err, size_t errlen);
@@ -101,11 +102,13 @@ char *sfs_text_field(const char *field);
 /* One branch line of a list or status reply (control.h), split in place. */
 struct sfs_branch_row {
 	char *pos, *path, *mode, *id, *fstype, *free_bytes;
+	char *workdir;            /* holding its metadata dir (escaped), or NULL */
 };
 /* 0, or -EPROTO for a line without six fields or with a number that is
  * not decimal digits. */
 int sfs_branch_row(char *line, struct sfs_branch_row *r);
-/* The row as a JSON object: position, path, mode, id, fstype, free_bytes. */
+/* The row as a JSON object: position, path, mode, id, fstype, free_bytes,
+ * workdir (null: the metadata dir, if any, is in the branch root). */
 void sfs_json_branch(FILE *f, const struct sfs_branch_row *r);
 
 /* Sends a request to the daemon serving mount point mp (control channel,

@@ -291,7 +291,8 @@ static int unmerged_check(const char *mp, const struct sfs_branch_row *r)
 	for (size_t i = pos; ret == 0 && i < nmb; i++)
 		paths[i - pos] = mb[i].path;
 	if (ret == 0)
-		ret = sfs_ch_union_open(&u, paths, (unsigned)(nmb - pos), err, sizeof(err));
+		ret = sfs_ch_union_open(&u, paths, (unsigned)(nmb - pos), mb[pos].workdir, err,
+						sizeof(err));
 	if (ret == 0) {
 		ret = sfs_changes_list(&u, &co, &ch);
 		if (ret < 0)

@@ -45,10 +45,10 @@ static void on_message(void *arg, const char *msg)
 	fprintf(stderr, "stackfs: commit: %s\n", msg);
 }
 
-static int on_lock_holder(void *arg, int root_fd, char *buf, size_t len)
+static int on_lock_holder(void *arg, int at_fd, char *buf, size_t len)
 {
 	(void)arg;
-	return sfs_runtime_lock_holder(root_fd, buf, len);
+	return sfs_runtime_lock_holder(at_fd, buf, len);
 }
 
 static pid_t on_in_use(void *arg, const struct stat *dir)
@@ -122,8 +122,9 @@ static void report_failure(const struct sfs_commit_opts *o, const struct sfs_com
 		fprintf(stderr, "stackfs: commit: stopped after %llu of %llu entries; the journal "
 			"%s/%s/%s is kept: run stackfs commit %s --into %s again, or stackfs fsck "
 			"--repair %s (do not remove anything by hand)\n",
-			(unsigned long long)r->done, (unsigned long long)r->total, rw,
-			SFS_METADIR_NAME, SFS_META_COMMIT, rw, into, rw);
+			(unsigned long long)r->done, (unsigned long long)r->total,
+			r->workdir[0] ? r->workdir : rw, SFS_METADIR_NAME, SFS_META_COMMIT, rw,
+			into, rw);
 		break;
 	case SFS_COMMIT_LEFT_UNDONE:
 		fprintf(stderr, "stackfs: commit: stopped after %llu of %llu entries and undone: the "
@@ -256,7 +257,8 @@ const struct sfs_cmd sfs_cmd_commit = {
 		".stackfs/lowers), LOWERBRANCH keeps whiteouts and marks where they are\n"
 		"needed to hide or find what those branches hold.\n"
 		"Refused while either branch is used by a mounted stackfs. A journal in\n"
-		"RWBRANCH/.stackfs/commit makes it safe to interrupt: an error or SIGINT,\n"
+		"RWBRANCH's .stackfs (in the workdir its root records, for the upper of an\n"
+		"overlay-style mount) makes it safe to interrupt: an error or SIGINT,\n"
 		"SIGTERM, SIGHUP undoes it; a killed commit is finished or undone by the\n"
 		"next `stackfs commit` of the same branches or by `stackfs fsck --repair`\n"
 		"of either (until then neither branch mounts).\n"

@@ -4,7 +4,7 @@
  * (--format=oci: diff_layer.c). Given a mount point, the highest rw
  * branch of the mount and the branches below it; given a branch
  * directory, the branches below it from --lower or from its last mount
- * (.stackfs/lowers). */
+ * (.stackfs/lowers, in the branch or its workdir: whiteout/metaloc.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -100,8 +100,10 @@ static void print_json(const struct sfs_changes *c)
 
 void sfs_diff_mbranches_free(struct mbranch *v, size_t n)
 {
-	for (size_t i = 0; v && i < n; i++)
+	for (size_t i = 0; v && i < n; i++) {
 		free(v[i].path);
+		free(v[i].workdir);
+	}
 	free(v);
 }
 
@@ -114,6 +116,7 @@ static int mb_push(struct mbranch **v, size_t *n, const char *path, size_t len, 
 	*v = nv;
 	nv[*n].path = strndup(path, len);
 	nv[*n].rw = rw;
+	nv[*n].workdir = NULL;
 	if (!nv[*n].path)
 		return -ENOMEM;
 	(*n)++;
@@ -141,6 +144,11 @@ static int branches_from_ctl(const char *mp, struct mbranch **v, size_t *n)
 		if (!strcmp(r.mode, "data")) /* holds no names of the view */
 			continue;
 		ret = mb_push(v, n, r.path, strlen(r.path), !strcmp(r.mode, "rw"));
+		if (ret == 0 && r.workdir) {
+			sfs_unescape(r.workdir);
+			if (!((*v)[*n - 1].workdir = strdup(r.workdir)))
+				ret = -ENOMEM;
+		}
 	}
 	free(body);
 	if (ret == 0 && *n == 0)
@@ -398,6 +406,7 @@ static const struct option long_opts[] = {
 	{ "json", no_argument, NULL, 'j' },
 	{ "format", required_argument, NULL, 'f' },
 	{ "lower", required_argument, NULL, 'l' },
+	{ "workdir", required_argument, NULL, 'w' },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -425,18 +434,56 @@ static int parse_format(const char *arg, enum diff_format *fmt, bool *given)
 	return sfs_cli_usage_error(&sfs_cmd_diff, "unknown format '%s' (text, json or oci)", arg);
 }
 
-/* A newer format may mark changes this stackfs cannot read. */
-static int check_format(const char *branch, char *err, size_t errlen)
-{
-	enum sfs_meta_state state;
-	char msg[256];
-	int fd = open(branch, O_PATH | O_DIRECTORY | O_CLOEXEC), ret;
+/* What to diff: the branches, the rw one first, and the workdir holding
+ * its metadata dir when it is known (--workdir, or the mount's; NULL:
+ * where its root records it, else the root, whiteout/metaloc.c). */
+struct pick {
+	char **paths;
+	size_t n;
+	char *workdir;
+};
 
-	if (fd < 0) {
+static void pick_free(struct pick *p)
+{
+	sfs_ch_names_free(p->paths, p->n);
+	free(p->workdir);
+	memset(p, 0, sizeof(*p));
+}
+
+/* The branch directory's root and where its metadata dir is: 0, or
+ * -errno with a message. */
+static int open_branch(const char *branch, const char *workdir, int *fd,
+		       struct sfs_metaloc *loc, char *err, size_t errlen)
+{
+	char msg[PATH_MAX + 512];
+	int ret;
+
+	*fd = open(branch, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (*fd < 0) {
 		snprintf(err, errlen, "%s: %s", branch, strerror(errno));
 		return -errno;
 	}
-	ret = sfs_meta_check(fd, &state, msg, sizeof(msg));
+	ret = sfs_metaloc_open(*fd, workdir, false, loc, msg, sizeof(msg));
+	if (ret < 0) {
+		snprintf(err, errlen, "%s: %s", branch, msg);
+		close(*fd);
+		*fd = -1;
+	}
+	return ret;
+}
+
+/* A newer format may mark changes this stackfs cannot read. */
+static int check_format(const char *branch, const char *workdir, char *err, size_t errlen)
+{
+	enum sfs_meta_state state;
+	struct sfs_metaloc loc;
+	char msg[256];
+	int fd, ret = open_branch(branch, workdir, &fd, &loc, err, errlen);
+
+	if (ret < 0)
+		return ret;
+	ret = sfs_meta_check(sfs_metaloc_at(&loc, fd), &state, msg, sizeof(msg));
+	sfs_metaloc_close(&loc);
 	close(fd);
 	if (ret == -EPROTONOSUPPORT) {
 		snprintf(err, errlen, "%s: %s", branch, msg);
@@ -446,9 +493,9 @@ static int check_format(const char *branch, char *err, size_t errlen)
 }
 
 /* The highest rw branch of the mount on target and those below it. Exit
- * code, or 0 with *paths. */
-static int mount_paths(const char *target, unsigned ma, unsigned mi, char ***paths,
-		       size_t *npaths, char *err, size_t errlen)
+ * code, or 0 with *p. */
+static int mount_paths(const char *target, unsigned ma, unsigned mi, struct pick *p,
+		       char *err, size_t errlen)
 {
 	struct mbranch *mb = NULL;
 	size_t nmb = 0, top, n = 0;
@@ -472,8 +519,10 @@ static int mount_paths(const char *target, unsigned ma, unsigned mi, char ***pat
 		v[n++] = mb[i].path;
 		mb[i].path = NULL;
 	}
-	*paths = v;
-	*npaths = n;
+	p->paths = v;
+	p->n = n;
+	p->workdir = mb[top].workdir;
+	mb[top].workdir = NULL;
 	status = 0;
 out:
 	sfs_diff_mbranches_free(mb, nmb);
@@ -481,17 +530,17 @@ out:
 }
 
 /* The branches below the branch directory target in its last mount. */
-static int lowers_of(const char *target, char ***below, size_t *nbelow, char *err,
-		     size_t errlen)
+static int lowers_of(const char *target, const char *workdir, char ***below,
+		     size_t *nbelow, char *err, size_t errlen)
 {
-	int fd = open(target, O_PATH | O_DIRECTORY | O_CLOEXEC), ret;
+	struct sfs_metaloc loc;
 	char msg[300];
+	int fd, ret = open_branch(target, workdir, &fd, &loc, err, errlen);
 
-	if (fd < 0) {
-		snprintf(err, errlen, "%s: %s", target, strerror(errno));
+	if (ret < 0)
 		return SFS_EXIT_FAIL;
-	}
-	ret = sfs_ch_lowers_below(fd, below, nbelow, msg, sizeof(msg));
+	ret = sfs_ch_lowers_below(fd, sfs_metaloc_at(&loc, fd), below, nbelow, msg, sizeof(msg));
+	sfs_metaloc_close(&loc);
 	close(fd);
 	if (ret < 0) {
 		snprintf(err, errlen, "%s: %s%s", target, msg, ret == -ENOENT || ret == -ESRCH ?
@@ -502,15 +551,15 @@ static int lowers_of(const char *target, char ***below, size_t *nbelow, char *er
 }
 
 /* The branch directory target over --lower, else over the branches below
- * it in its last mount. Exit code, or 0 with *paths. */
-static int dir_paths(const char *target, char **lowers, size_t nlowers, char ***paths,
-		     size_t *npaths, char *err, size_t errlen)
+ * it in its last mount. Exit code, or 0 with *p. */
+static int dir_paths(const char *target, char **lowers, size_t nlowers, const char *workdir,
+		     struct pick *p, char *err, size_t errlen)
 {
 	char **below = NULL, **v;
 	size_t nbelow = 0, n = 0;
 	bool nomem = false;
 
-	if (!nlowers && lowers_of(target, &below, &nbelow, err, errlen))
+	if (!nlowers && lowers_of(target, workdir, &below, &nbelow, err, errlen))
 		return SFS_EXIT_FAIL;
 	v = calloc(1 + nlowers + nbelow, sizeof(*v));
 	if (!v) {
@@ -525,39 +574,42 @@ static int dir_paths(const char *target, char **lowers, size_t nlowers, char ***
 	free(below);
 	for (size_t i = 0; i < n; i++)
 		nomem |= !v[i];
+	p->paths = v;
+	p->n = n;
+	if (workdir && !(p->workdir = strdup(workdir)))
+		nomem = true;
 	if (nomem) {
-		sfs_ch_names_free(v, n);
+		pick_free(p);
 		goto nomem;
 	}
-	*paths = v;
-	*npaths = n;
 	return 0;
 nomem:
 	snprintf(err, errlen, "%s", strerror(ENOMEM));
 	return SFS_EXIT_FAIL;
 }
 
-/* The branch list to diff (the rw branch first) from the operand and
- * --lower. Exit code, or 0 with *paths. */
+/* The branch list to diff (the rw branch first) from the operand,
+ * --lower and --workdir. Exit code, or 0 with *p. */
 static int pick_branches(const char *target, char **lowers, size_t nlowers,
-			 char ***paths, size_t *npaths, char *err, size_t errlen)
+			 const char *workdir, struct pick *p, char *err, size_t errlen)
 {
 	unsigned ma, mi;
 	char type[64];
 	int ret = sfs_runtime_find_mount(target, &ma, &mi, type, sizeof(type));
 
 	if (ret != 0 || strcmp(type, "fuse.stackfs"))
-		return dir_paths(target, lowers, nlowers, paths, npaths, err, errlen);
-	if (nlowers) {
-		snprintf(err, errlen, "--lower is for a branch directory, not a mount point");
+		return dir_paths(target, lowers, nlowers, workdir, p, err, errlen);
+	if (nlowers || workdir) {
+		snprintf(err, errlen, "%s is for a branch directory, not a mount point",
+			 nlowers ? "--lower" : "--workdir");
 		return SFS_EXIT_USAGE;
 	}
-	return mount_paths(target, ma, mi, paths, npaths, err, errlen);
+	return mount_paths(target, ma, mi, p, err, errlen);
 }
 
 /* The options: 0, or the exit code of an error (said). */
 static int parse_args(int argc, char **argv, enum diff_format *fmt, char ***lowers,
-		      size_t *nlowers)
+		      size_t *nlowers, const char **workdir)
 {
 	bool given = false;
 	int c, status = 0;
@@ -572,6 +624,9 @@ static int parse_args(int argc, char **argv, enum diff_format *fmt, char ***lowe
 		case 'f':
 			status = parse_format(optarg, fmt, &given);
 			break;
+		case 'w':
+			*workdir = optarg;
+			break;
 		case 'l': {
 			char **nv = realloc(*lowers, (*nlowers + 1) * sizeof(*nv));
 
@@ -584,14 +639,19 @@ static int parse_args(int argc, char **argv, enum diff_format *fmt, char ***lowe
 			nv[(*nlowers)++] = optarg;
 			break;
 		}
-		default:
-			if (optopt == 'l' || (optind > 1 && !strcmp(argv[optind - 1], "--lower")))
-				status = sfs_cli_usage_error(&sfs_cmd_diff, "--lower needs a directory");
-			else if (optopt == 'f' || (optind > 1 && !strcmp(argv[optind - 1], "--format")))
+		default: {
+			const char *opt = argv[optind - 1];
+
+			if (optopt == 'l' || optopt == 'w' || !strcmp(opt, "--lower") ||
+			    !strcmp(opt, "--workdir"))
+				status = sfs_cli_usage_error(&sfs_cmd_diff, "%s needs a directory",
+							     optopt == 'w' || !strcmp(opt, "--workdir") ?
+							     "--workdir" : "--lower");
+			else if (optopt == 'f' || !strcmp(opt, "--format"))
 				status = sfs_cli_usage_error(&sfs_cmd_diff, "--format needs text, json or oci");
 			else
-				status = sfs_cli_usage_error(&sfs_cmd_diff, "unknown option '%s'",
-							     argv[optind - 1]);
+				status = sfs_cli_usage_error(&sfs_cmd_diff, "unknown option '%s'", opt);
+		}
 		}
 	}
 	if (status == 0 && optind == argc)
@@ -654,21 +714,23 @@ out:
 static int run_diff(int argc, char **argv)
 {
 	struct sfs_ch_union u;
-	char **lowers = NULL, **paths = NULL, err[700];
-	size_t nlowers = 0, npaths = 0;
+	struct pick p = { 0 };
+	char **lowers = NULL, err[PATH_MAX + 700];
+	const char *workdir = NULL;
+	size_t nlowers = 0;
 	enum diff_format fmt = FMT_TEXT;
-	int status = parse_args(argc, argv, &fmt, &lowers, &nlowers);
+	int status = parse_args(argc, argv, &fmt, &lowers, &nlowers, &workdir);
 
 	if (status)
 		goto out_lowers; /* said */
-	status = pick_branches(argv[optind], lowers, nlowers, &paths, &npaths, err, sizeof(err));
+	status = pick_branches(argv[optind], lowers, nlowers, workdir, &p, err, sizeof(err));
 	if (status == SFS_EXIT_USAGE) {
 		status = sfs_cli_usage_error(&sfs_cmd_diff, "%s", err);
 		goto out_lowers;
 	}
-	if (status == 0 && (check_format(paths[0], err, sizeof(err)) < 0 ||
-			    sfs_ch_union_open(&u, (const char *const *)paths, (unsigned)npaths, err,
-					      sizeof(err)) < 0))
+	if (status == 0 && (check_format(p.paths[0], p.workdir, err, sizeof(err)) < 0 ||
+			    sfs_ch_union_open(&u, (const char *const *)p.paths, (unsigned)p.n,
+					      p.workdir, err, sizeof(err)) < 0))
 		status = SFS_EXIT_FAIL;
 	if (status) {
 		fprintf(stderr, "stackfs: diff: %s\n", err);
@@ -677,7 +739,7 @@ static int run_diff(int argc, char **argv)
 	status = fmt == FMT_OCI ? sfs_diff_layer(&u) : list(&u, fmt == FMT_JSON);
 	sfs_ch_union_close(&u);
 out_paths:
-	sfs_ch_names_free(paths, npaths);
+	pick_free(&p);
 out_lowers:
 	free(lowers);
 	return status;
@@ -691,13 +753,17 @@ static const struct sfs_flag diff_flags[] = {
 	  "stream on standard output (never a terminal)\n" },
 	{ NULL, "--lower", "DIR", "a branch below BRANCH, highest first (repeat);\n"
 	  "not with a MOUNTPOINT\n" },
+	{ NULL, "--workdir", "DIR", "BRANCH's metadata (.stackfs) is in DIR, the\n"
+	  "workdir of an overlay-style mount; default: the\n"
+	  "workdir BRANCH's root records, else BRANCH\n" },
 	{ 0 }
 };
 
 const struct sfs_cmd sfs_cmd_diff = {
 	.name = "diff",
 	.run = run_diff,
-	.usage = "usage: stackfs diff [--json] [--format FORMAT] [--lower DIR]... BRANCH|MOUNTPOINT",
+	.usage = "usage: stackfs diff [--json] [--format FORMAT] [--lower DIR]... [--workdir DIR] "
+		 "BRANCH|MOUNTPOINT",
 	.summary = "List what a rw branch changes relative to the branches below it",
 	.help =
 		"One line per changed path, sorted by path (bytes), like docker diff:\n"
@@ -719,8 +785,8 @@ const struct sfs_cmd sfs_cmd_diff = {
 		"\n"
 		"MOUNTPOINT: the highest rw branch of that live mount, against the\n"
 		"branches below it. BRANCH: a branch directory, against the branches\n"
-		"below it in its last mount (BRANCH/.stackfs/lowers), or those given\n"
-		"with --lower.\n"
+		"below it in its last mount (.stackfs/lowers, in BRANCH or in the\n"
+		"workdir holding its metadata), or those given with --lower.\n"
 		"Exit status: 0 (also when there are changes), 1 an operation error (an\n"
 		"entry that could not be read: the list is printed but incomplete; the\n"
 		"layer is not written, or ends cut short so that tar says so), 2 a\n"

@@ -24,6 +24,7 @@
 
 struct out {
 	const char *branch;
+	const char *workdir;       /* holding its metadata dir, or NULL */
 	bool json, repair;
 	/* progress line */
 	struct sfs_progress bar;
@@ -124,6 +125,8 @@ static void print_json(struct out *o, const struct sfs_fsck_result *r, bool in_u
 
 	fputs("{\n  \"branch\": ", f);
 	sfs_json_str(f, o->branch);
+	fputs(",\n  \"workdir\": ", f);
+	sfs_json_str(f, o->workdir);
 	fprintf(f, ",\n  \"repair\": %s,\n  \"in_use\": %s,\n  \"lowers\": ",
 		o->repair ? "true" : "false", in_use ? "true" : "false");
 	if (r && r->lowers_known)
@@ -189,12 +192,12 @@ static pid_t daemon_holding(int root_fd)
 /* " (the stackfs mount on MP, stackfsd pid N)": who uses the branch,
  * by its lock (locked: held) or as the stackfsd holding its root;
  * empty when that cannot be told. */
-static void in_use_by(int root_fd, bool locked, pid_t holder, char *buf, size_t len)
+static void in_use_by(int at_fd, bool locked, pid_t holder, char *buf, size_t len)
 {
 	char who[PATH_MAX + 256];
 
 	buf[0] = '\0';
-	if (locked && sfs_runtime_lock_holder(root_fd, who, sizeof(who)) == 0)
+	if (locked && sfs_runtime_lock_holder(at_fd, who, sizeof(who)) == 0)
 		snprintf(buf, len, " (%s)", who);
 	else if (holder > 0)
 		snprintf(buf, len, " (stackfsd pid %d)", (int)holder);
@@ -251,12 +254,13 @@ static const struct option long_opts[] = {
 	{ "json", no_argument, NULL, 'j' },
 	{ "lower", required_argument, NULL, 'l' },
 	{ "force", no_argument, NULL, 'f' },
+	{ "workdir", required_argument, NULL, 'w' },
 	{ NULL, 0, NULL, 0 },
 };
 
 /* The options: 0, or FSCK_EXIT_OPERR after saying what is wrong. */
 static int parse_args(int argc, char **argv, struct out *o, bool *force, const char ***lowers,
-		      size_t *nlowers)
+		      size_t *nlowers, const char **workdir)
 {
 	int c, status = 0;
 
@@ -273,6 +277,9 @@ static int parse_args(int argc, char **argv, struct out *o, bool *force, const c
 		case 'j':
 			o->json = true;
 			break;
+		case 'w':
+			*workdir = optarg;
+			break;
 		case 'l': {
 			const char **v = realloc(*lowers, (*nlowers + 1) * sizeof(*v));
 
@@ -288,6 +295,9 @@ static int parse_args(int argc, char **argv, struct out *o, bool *force, const c
 		default:
 			if (optopt == 'l' || (optind > 1 && !strcmp(argv[optind - 1], "--lower")))
 				sfs_cli_usage_error(&sfs_cmd_fsck, "--lower needs a directory");
+			else if (optopt == 'w' ||
+				 (optind > 1 && !strcmp(argv[optind - 1], "--workdir")))
+				sfs_cli_usage_error(&sfs_cmd_fsck, "--workdir needs a directory");
 			else
 				sfs_cli_usage_error(&sfs_cmd_fsck, "unknown option '%s'",
 						    argv[optind - 1]);
@@ -311,17 +321,17 @@ static int parse_args(int argc, char **argv, struct out *o, bool *force, const c
 /* In use by a mount (its lock, or a daemon holding the root): refused
  * with --repair, else said in a note. --repair keeps the lock in
  * *lock_fd (a mount holds it for its life: none can start while the
- * repair runs). 0 or FSCK_EXIT_OPERR. */
-static int check_in_use(struct out *o, int root_fd, int *lock_fd, bool *in_use)
+ * repair runs). at_fd holds the branch's .stackfs. 0 or FSCK_EXIT_OPERR. */
+static int check_in_use(struct out *o, int root_fd, int at_fd, int *lock_fd, bool *in_use)
 {
 	char msg[PATH_MAX + 512], who[PATH_MAX + 300];
 	pid_t holder;
 
-	*lock_fd = sfs_meta_lock(root_fd, o->repair);
+	*lock_fd = sfs_meta_lock(at_fd, o->repair);
 	holder = *lock_fd == -EBUSY ? 0 : daemon_holding(root_fd);
 	*in_use = *lock_fd == -EBUSY || holder > 0;
 	if (*in_use) {
-		in_use_by(root_fd, *lock_fd == -EBUSY, holder, who, sizeof(who));
+		in_use_by(at_fd, *lock_fd == -EBUSY, holder, who, sizeof(who));
 		snprintf(msg, sizeof(msg), "branch is in use by a mounted stackfs%s: %s", who,
 			 o->repair ? "not repaired" : "what is found may change while fsck runs");
 		on_message(o, o->repair, msg);
@@ -336,11 +346,12 @@ static int check_in_use(struct out *o, int root_fd, int *lock_fd, bool *in_use)
 }
 
 /* The checks, and the summary line: the exit status. */
-static int check(struct out *o, int root_fd, bool force, bool in_use, const char **lowers,
-		 size_t nlowers, struct sfs_fsck_result *res)
+static int check(struct out *o, int root_fd, int at_fd, bool force, bool in_use,
+		 const char **lowers, size_t nlowers, struct sfs_fsck_result *res)
 {
 	struct sfs_fsck_opts fo = {
-		.branch = o->branch, .root_fd = root_fd, .repair = o->repair, .force = force,
+		.branch = o->branch, .root_fd = root_fd, .meta_at_fd = at_fd,
+		.repair = o->repair, .force = force,
 		.in_use = in_use, .lowers = lowers, .nlowers = nlowers, .report = on_report,
 		.message = on_message, .progress = on_progress, .arg = o,
 	};
@@ -358,17 +369,38 @@ static int check(struct out *o, int root_fd, bool force, bool in_use, const char
 	return status;
 }
 
+/* Where the branch's metadata dir is (--workdir, the workdir its root
+ * records, or the root), said in a note when not the root. 0 or
+ * FSCK_EXIT_OPERR (said). */
+static int locate(struct out *o, int root_fd, const char *workdir, struct sfs_metaloc *loc)
+{
+	char msg[2 * PATH_MAX + 512];
+
+	if (sfs_metaloc_open(root_fd, workdir, false, loc, msg, sizeof(msg)) < 0) {
+		on_message(o, true, msg);
+		return FSCK_EXIT_OPERR;
+	}
+	o->workdir = loc->workdir;
+	if (loc->workdir) {
+		snprintf(msg, sizeof(msg), "the metadata directory is in the workdir %s: "
+			 "/.stackfs below is %s/.stackfs", loc->workdir, loc->workdir);
+		on_message(o, false, msg);
+	}
+	return 0;
+}
+
 static int run_fsck(int argc, char **argv)
 {
 	struct sfs_fsck_result res = { 0 };
+	struct sfs_metaloc loc = { .wd_fd = -1 };
 	struct out o = { 0 };
-	const char **lowers = NULL;
+	const char **lowers = NULL, *workdir = NULL;
 	size_t nlowers = 0;
 	bool in_use = false, force = false;
 	char msg[PATH_MAX + 512];
-	int status, root_fd = -1, lock_fd = -1;
+	int status, root_fd = -1, lock_fd = -1, at;
 
-	status = parse_args(argc, argv, &o, &force, &lowers, &nlowers);
+	status = parse_args(argc, argv, &o, &force, &lowers, &nlowers, &workdir);
 	if (status)
 		goto out_lowers; /* said, without --json's object */
 	sfs_progress_init(&o.bar, 0);
@@ -387,9 +419,12 @@ static int run_fsck(int argc, char **argv)
 		status = FSCK_EXIT_OPERR;
 		goto out;
 	}
-	status = check_in_use(&o, root_fd, &lock_fd, &in_use);
+	status = locate(&o, root_fd, workdir, &loc);
+	at = sfs_metaloc_at(&loc, root_fd);
 	if (status == 0)
-		status = check(&o, root_fd, force, in_use, lowers, nlowers, &res);
+		status = check_in_use(&o, root_fd, at, &lock_fd, &in_use);
+	if (status == 0)
+		status = check(&o, root_fd, at, force, in_use, lowers, nlowers, &res);
 out:
 	if (o.json)
 		print_json(&o, root_fd >= 0 ? &res : NULL, in_use, status);
@@ -397,6 +432,7 @@ out:
 	out_free(&o);
 	if (lock_fd >= 0)
 		close(lock_fd);
+	sfs_metaloc_close(&loc);
 	if (root_fd >= 0)
 		close(root_fd);
 out_lowers:
@@ -415,17 +451,22 @@ static const struct sfs_flag fsck_flags[] = {
 	  "default: those below it in the last mount\n"
 	  "(.stackfs/lowers), each checked to be the branch\n"
 	  "that was mounted (registry)\n" },
+	{ NULL, "--workdir", "DIR", "BRANCH's metadata (.stackfs) is in DIR, the\n"
+	  "workdir of an overlay-style mount; default: the\n"
+	  "workdir BRANCH's root records, else BRANCH\n" },
 	{ 0 }
 };
 
 const struct sfs_cmd sfs_cmd_fsck = {
 	.name = "fsck",
 	.run = run_fsck,
-	.usage = "usage: stackfs fsck [--repair [--force]] [--json] [--lower DIR]... BRANCH",
+	.usage = "usage: stackfs fsck [--repair [--force]] [--json] [--lower DIR]... [--workdir DIR] "
+		 "BRANCH",
 	.summary = "Check (and repair) a branch's metadata and whiteouts",
 	.help =
 		"Checks the metadata directory .stackfs of BRANCH (header, registry,\n"
-		"inode map, staging and index directories) and, in its tree, whiteouts,\n"
+		"inode map, staging and index directories; in the workdir holding it\n"
+		"for the upper of an overlay-style mount) and, in its tree, whiteouts,\n"
 		"opaque markers, redirects, origin records and reserved names.\n"
 		"A stackfs mount point (a view) is refused: fsck its rw branches.\n"
 		"Exit status (ORed, like e2fsck): 0 clean, 1 problems fixed, 4 problems\n"

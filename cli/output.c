@@ -126,22 +126,21 @@ static bool all_digits(const char *s)
 }
 
 /* A branch line of a list or status reply, "pos\tpath\tmode\tid\tfstype
- * \tfree_bytes", split in place. Its numbers go into JSON as they are,
- * so a line whose numbers are not plain digits is refused (-EPROTO)
- * rather than printed as something no parser takes. */
+ * \tfree_bytes[\tworkdir]", split in place (a daemon before the workdir
+ * field sent six). Its numbers go into JSON as they are, so a line whose
+ * numbers are not plain digits is refused (-EPROTO) rather than printed
+ * as something no parser takes. */
 int sfs_branch_row(char *line, struct sfs_branch_row *r)
 {
-	char *f[6];
+	char *f[7] = { 0 };
 
-	for (int i = 0; i < 6; i++) {
+	for (int i = 0; i < 7 && line; i++) {
 		f[i] = line;
 		line = strchr(line, '\t');
-		if (!line && i < 5)
-			return -EPROTO;
 		if (line)
 			*line++ = '\0';
 	}
-	if (!all_digits(f[0]) || !all_digits(f[3]) || !all_digits(f[5]))
+	if (!f[5] || !all_digits(f[0]) || !all_digits(f[3]) || !all_digits(f[5]))
 		return -EPROTO;
 	r->pos = f[0];
 	r->path = f[1];
@@ -149,6 +148,7 @@ int sfs_branch_row(char *line, struct sfs_branch_row *r)
 	r->id = f[3];
 	r->fstype = f[4];
 	r->free_bytes = f[5];
+	r->workdir = f[6] && strcmp(f[6], "-") ? f[6] : NULL;
 	return 0;
 }
 
@@ -160,5 +160,10 @@ void sfs_json_branch(FILE *f, const struct sfs_branch_row *r)
 	sfs_json_str(f, r->mode);
 	fprintf(f, ",\"id\":%s,\"fstype\":", r->id);
 	sfs_json_field(f, r->fstype);
-	fprintf(f, ",\"free_bytes\":%s}", r->free_bytes);
+	fprintf(f, ",\"free_bytes\":%s,\"workdir\":", r->free_bytes);
+	if (r->workdir)
+		sfs_json_field(f, r->workdir);
+	else
+		fputs("null", f);
+	fputc('}', f);
 }

@@ -12,7 +12,10 @@
  *   "remove" BRANCH FORCE       BRANCH a path or a branch id; FORCE 0|1
  *   "mode" BRANCH MODE
  * A reply is "OK\n" and a body of "key\tvalue" lines (list: one line
- * per branch, "pos\tpath\tmode\tid\tfstype\tfree_bytes"), or
+ * per branch, "pos\tpath\tmode\tid\tfstype\tfree_bytes\tworkdir",
+ * workdir the directory holding the branch's metadata dir when that is
+ * not the branch root (an overlay-style mount's workdir=), else "-"; a
+ * daemon before it sent the first six fields only), or
  * "ERR <errno name> <message>\n". One request per connection.
  * status: "mountpoint", "whiteout", ..., "log" (syslog, stderr or the
  * log file's path), the branches as "branch\t" and a list line, the

@@ -60,7 +60,8 @@ const struct sfs_optdef sfs_optlist[] = {
 	    "BRANCHES; the operands are then\n"
 	    "[SOURCE] MOUNTPOINT\n"),
 	OVL("upperdir=", UPPERDIR, "DIR", "the rw branch over them\n"),
-	OVL("workdir=", WORKDIR, "DIR", "on upperdir's filesystem; accepted, unused\n"),
+	OVL("workdir=", WORKDIR, "DIR", "on upperdir's filesystem: holds its metadata\n"
+	    "(DIR/.stackfs), so upperdir stays a clean upper\n"),
 	OVL("lowerdir+=", LOWERDIR_PLUS, "DIR",
 	    "one more ro branch, below those before\n"
 	    "(instead of lowerdir=)\n"),

@@ -564,9 +564,9 @@ static void describe(pid_t pid, char *buf, size_t len)
 }
 
 /* The lock file of a rw branch, through the branch seam. */
-static int lock_stat(int root_fd, struct stat *st)
+static int lock_stat(int at_fd, struct stat *st)
 {
-	int dir_fd = sfs_do_open(root_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY, 0), ret;
+	int dir_fd = sfs_do_open(at_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY, 0), ret;
 
 	if (dir_fd < 0)
 		return dir_fd;
@@ -575,15 +575,16 @@ static int lock_stat(int root_fd, struct stat *st)
 	return ret;
 }
 
-/* The pid of a process holding the lock file of the rw branch root_fd
- * open: > 0, 0 when none is found, or -errno. */
-static pid_t lock_pid(int root_fd)
+/* The pid of a process holding the lock file of a rw branch open (its
+ * .stackfs beneath at_fd: its root or its workdir): > 0, 0 when none is
+ * found, or -errno. */
+static pid_t lock_pid(int at_fd)
 {
 	struct stat st;
 	struct dirent *e;
 	pid_t found = 0;
 	DIR *proc;
-	int ret = lock_stat(root_fd, &st);
+	int ret = lock_stat(at_fd, &st);
 
 	if (ret < 0)
 		return ret;
@@ -600,9 +601,9 @@ static pid_t lock_pid(int root_fd)
 	return found;
 }
 
-int sfs_runtime_lock_holder(int root_fd, char *buf, size_t len)
+int sfs_runtime_lock_holder(int at_fd, char *buf, size_t len)
 {
-	pid_t pid = lock_pid(root_fd);
+	pid_t pid = lock_pid(at_fd);
 
 	if (pid <= 0)
 		return pid < 0 ? pid : -ENOENT;
@@ -610,10 +611,10 @@ int sfs_runtime_lock_holder(int root_fd, char *buf, size_t len)
 	return 0;
 }
 
-int sfs_runtime_lock_ending(int root_fd)
+int sfs_runtime_lock_ending(int at_fd)
 {
 	char mp[PATH_MAX];
-	pid_t pid = lock_pid(root_fd);
+	pid_t pid = lock_pid(at_fd);
 
 	/* a daemon that serves no live mount is on its way out */
 	return pid > 0 && is_daemon(pid) && daemon_mount(pid, mp, sizeof(mp)) < 0;

@@ -49,16 +49,17 @@ int sfs_runtime_daemon_gone(unsigned major, unsigned minor, pid_t *pid);
  * major:minor, once its mount is gone; never a live daemon's. */
 void sfs_runtime_remove_stale(unsigned major, unsigned minor, pid_t pid);
 
-/* Who holds the lock file of the rw branch root_fd (BRANCH/.stackfs/lock)
- * open, and so maybe its lock: "the stackfs mount on MP, stackfsd pid
- * N", or the command line and pid of another process, in buf. Found by
+/* Who holds the lock file of a rw branch (.stackfs/lock beneath at_fd:
+ * its root, or the workdir holding its metadata dir) open, and so maybe
+ * its lock: "the stackfs mount on MP, stackfsd pid N", or the command
+ * line and pid of another process, in buf. Found by
  * the fds of every process (fdinfo: inode and mount), so it sees only
  * the processes the caller may look at. 0, -ENOENT when none is found,
  * or -errno. */
-int sfs_runtime_lock_holder(int root_fd, char *buf, size_t len);
+int sfs_runtime_lock_holder(int at_fd, char *buf, size_t len);
 /* 1 when that holder is a stackfsd serving no mount any more: its view
  * was unmounted and it is ending (syncing, clearing the volatile flag,
  * releasing the lock), which a new mount of the branch waits for. */
-int sfs_runtime_lock_ending(int root_fd);
+int sfs_runtime_lock_ending(int at_fd);
 
 #endif

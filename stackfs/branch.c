@@ -46,8 +46,10 @@ static struct sfs_branch_shared *shared_new(void)
 {
 	struct sfs_branch_shared *sh = calloc(1, sizeof(*sh));
 
-	if (sh)
+	if (sh) {
 		atomic_init(&sh->refs, 1);
+		sh->loc.wd_fd = -1;
+	}
 	return sh;
 }
 
@@ -60,7 +62,24 @@ static void shared_put(struct sfs_branch_shared *sh)
 		sfs_meta_close(sh->meta);
 		free(sh->meta);
 	}
+	sfs_metaloc_close(&sh->loc);
 	free(sh);
+}
+
+/* The directory holding the branch's .stackfs: its root, or a workdir. */
+static int meta_at(const struct sfs_branch *b)
+{
+	return sfs_metaloc_at(&b->shared->loc, b->root_fd);
+}
+
+/* ", metadata in the workdir W" after a branch's name in a message, or
+ * nothing: says which .stackfs a message about one means. */
+static const char *where(const struct sfs_branch *b, char *buf, size_t len)
+{
+	if (!b->shared->loc.workdir)
+		return "";
+	snprintf(buf, len, ", metadata in the workdir %s", b->shared->loc.workdir);
+	return buf;
 }
 
 void sfs_branch_put(struct sfs_branch *b)
@@ -221,17 +240,69 @@ static int branch_check_set(const struct sfs_snap *s, unsigned i,
  * commit, a diff, a start after a run): waited for, up to 10 s, rather
  * than refused as in use or as left unclean. A live mount's lock is
  * refused at once (meta_open says by whom). */
-static void wait_ending_holder(int root_fd)
+static void wait_ending_holder(int at_fd)
 {
 	for (int i = 0; i < 200; i++) {
-		int fd = sfs_meta_lock(root_fd, true);
+		int fd = sfs_meta_lock(at_fd, true);
 
 		if (fd >= 0)
 			close(fd);
-		if (fd != -EBUSY || sfs_runtime_lock_ending(root_fd) != 1)
+		if (fd != -EBUSY || sfs_runtime_lock_ending(at_fd) != 1)
 			return;
 		usleep(50 * 1000);
 	}
+}
+
+/* Where a branch that is (or becomes) rw keeps its metadata dir: in the
+ * workdir given (an overlay-style mount's upper), the one its root
+ * records, or its root (whiteout/metaloc.c), found once. */
+static int locate(struct sfs_branch *b, unsigned idx, const char *path,
+		  const char *workdir, char *err, size_t errlen)
+{
+	char why[PATH_MAX + 512];
+	int ret;
+
+	if (b->shared->located)
+		return 0;
+	ret = sfs_metaloc_open(b->root_fd, workdir, false, &b->shared->loc, why, sizeof(why));
+	if (ret < 0)
+		berr(err, errlen, "branch #%u (\"%s\"): %s", idx, path, why);
+	b->shared->located = ret == 0;
+	return ret;
+}
+
+/* 0 when the workdir w (maybe NULL) and branch k at path p are apart. */
+static int apart(const char *w, unsigned k, const char *p, char *err, size_t errlen)
+{
+	if (!w || !(path_contains(w, p) || path_contains(p, w)))
+		return 0;
+	berr(err, errlen, "the workdir %s and branch #%u (\"%s\") are nested (one is "
+	     "inside the other)", w, k, p);
+	return -EINVAL;
+}
+
+/* A workdir apart from every branch and from the mount point: inside a
+ * lower branch the view would show its metadata; the mount point inside
+ * it, or it inside the mount point, would make the daemon look up its
+ * own mount. Branch i against those before it (its workdir, if any, is
+ * found already), both ways. */
+static int workdir_check_set(const struct sfs_snap *s, unsigned i, const char *mp,
+			     char *err, size_t errlen)
+{
+	const char *wi = s->b[i]->shared->loc.workdir;
+	int ret = 0;
+
+	for (unsigned j = 0; ret == 0 && j < i; j++) {
+		ret = apart(wi, j, s->b[j]->path, err, errlen);
+		if (ret == 0)
+			ret = apart(s->b[j]->shared->loc.workdir, i, s->b[i]->path, err, errlen);
+	}
+	if (ret == 0 && wi && mp && (path_contains(wi, mp) || path_contains(mp, wi))) {
+		berr(err, errlen, "the workdir %s and the mountpoint \"%s\" are nested "
+		     "(would hang processes)", wi, mp);
+		ret = -EINVAL;
+	}
+	return ret;
 }
 
 /* A rw branch's metadata dir must be one this stackfs can use: checked
@@ -240,15 +311,16 @@ static int meta_check(const struct sfs_branch *b, unsigned idx,
 		      const struct sfs_branch_spec *spec, char *err, size_t errlen)
 {
 	enum sfs_meta_state state;
-	char why[1024];
+	char why[1024], wh[PATH_MAX + 64];
 	int ret;
 
-	wait_ending_holder(b->root_fd);
-	ret = sfs_meta_check(b->root_fd, &state, why, sizeof(why));
+	wait_ending_holder(meta_at(b));
+	ret = sfs_meta_check(meta_at(b), &state, why, sizeof(why));
 	if (ret == 0)
-		ret = sfs_sync_branch_check(b->root_fd, why, sizeof(why));
+		ret = sfs_sync_branch_check(meta_at(b), why, sizeof(why));
 	if (ret < 0)
-		berr(err, errlen, "branch #%u (\"%s\"): %s", idx, spec->path, why);
+		berr(err, errlen, "branch #%u (\"%s\"%s): %s", idx, spec->path,
+		     where(b, wh, sizeof(wh)), why);
 	return ret;
 }
 
@@ -284,15 +356,21 @@ static int change_data_order(const struct sfs_snap *s, char *err, size_t errlen)
 }
 
 /* A read-only branch in the middle of a commit (its marker) shows half
- * of it: refused like a rw one (sfs_meta_check says the same). */
+ * of it: refused like a rw one (sfs_meta_check says the same). The
+ * marker is where the branch's metadata is: a workdir its root records
+ * when that can be reached, else its root. */
 static int pending_check(const struct sfs_branch *b, unsigned idx,
 			 const struct sfs_branch_spec *spec, char *err, size_t errlen)
 {
-	char why[1024];
-	int ret = sfs_jnl_pending(b->root_fd, why, sizeof(why));
+	struct sfs_metaloc loc;
+	char why[PATH_MAX + 512];
+	int ret;
 
+	sfs_metaloc_open(b->root_fd, NULL, true, &loc, why, sizeof(why));
+	ret = sfs_jnl_pending(sfs_metaloc_at(&loc, b->root_fd), why, sizeof(why));
 	if (ret < 0)
 		berr(err, errlen, "branch %u (\"%s\"): %s", idx, spec->path, why);
+	sfs_metaloc_close(&loc);
 	return ret;
 }
 
@@ -337,6 +415,12 @@ int sfs_snap_open(const struct sfs_branch_spec *specs, size_t n,
 		if (ret)
 			goto out_free;
 		b = s->b[i];
+		if (b->mode == SFS_BRANCH_RW)
+			ret = locate(b, i, specs[i].path, specs[i].workdir, err, errlen);
+		if (ret == 0)
+			ret = workdir_check_set(s, i, mp, err, errlen);
+		if (ret)
+			goto out_free;
 		if (b->mode == SFS_BRANCH_RW) {
 			ret = meta_check(b, i, &specs[i], err, errlen);
 			if (ret)
@@ -404,37 +488,78 @@ static void ids_by_order(struct sfs_snap *s)
  * and the metadata directory is checked on its own). The terminal line
  * is written here (sfs_log shows only errors there while the mount is
  * made), unless the log is the terminal already (-f). */
-static void warn_writers(const struct sfs_branch *b, unsigned idx)
+static void warn(const struct sfs_branch *b, unsigned idx, const char *msg)
 {
-	char msg[1024];
-
-	if (sfs_root_writers(b->root_fd, msg, sizeof(msg)) != 1)
-		return;
 	if (!sfs_log_keeps_stderr())
 		fprintf(stderr, "stackfs: warning: branch #%u (\"%s\"): %s\n", idx, b->path, msg);
 	sfs_log(SFS_LOG_WARN, "branch #%u (\"%s\"): %s", idx, b->path, msg);
 }
 
+/* Others who can write the root, or the workdir holding its metadata. */
+static void warn_writers(const struct sfs_branch *b, unsigned idx)
+{
+	char msg[1024];
+
+	if (sfs_root_writers(b->root_fd, false, msg, sizeof(msg)) == 1)
+		warn(b, idx, msg);
+	if (b->shared->loc.wd_fd >= 0 &&
+	    sfs_root_writers(b->shared->loc.wd_fd, true, msg, sizeof(msg)) == 1)
+		warn(b, idx, msg);
+}
+
+/* A mount given a new workdir, not the one the root recorded: the
+ * metadata there (its hard-link index, allocated inode numbers) is no
+ * longer used, as kernel overlayfs given a new workdir leaves its old
+ * index; said, since the user may have meant the old one. (A workdir
+ * moved, its metadata with it, is no new one.) */
+static void warn_moved(const struct sfs_branch *b, unsigned idx)
+{
+	const struct sfs_metaloc *l = &b->shared->loc;
+	char msg[2 * PATH_MAX + 200];
+
+	if (!l->recorded || !l->fresh)
+		return;
+	snprintf(msg, sizeof(msg), "its metadata was in the workdir %s; from now on it is in "
+		 "%s (what the old one holds is not used)", l->recorded, l->workdir);
+	warn(b, idx, msg);
+}
+
+/* The workdir that holds the metadata, recorded on the root (metaloc.c)
+ * before the metadata dir is made: a crash between the two leaves a
+ * record of a workdir without one, which the next mount makes. */
+static int record_workdir(const struct sfs_branch *b, char *why, size_t len)
+{
+	int ret = sfs_metaloc_record(&b->shared->loc, b->root_fd);
+
+	if (ret < 0)
+		snprintf(why, len, "cannot record the workdir on the branch root (%s): %s",
+			 SFS_WORKDIR_XATTR, strerror(-ret));
+	return ret;
+}
+
 static int meta_open(struct sfs_branch *b, unsigned idx, int style, bool upgrade,
 		     char *err, size_t errlen)
 {
-	char why[1024], holder[PATH_MAX + 64];
+	char why[PATH_MAX + 512], holder[PATH_MAX + 64], wh[PATH_MAX + 64];
 	int ret;
 
 	struct sfs_meta *m = calloc(1, sizeof(*m));
 
 	if (!m)
 		return -ENOMEM;
-	ret = sfs_meta_open(b->root_fd, style, upgrade, m, why, sizeof(why));
+	ret = record_workdir(b, why, sizeof(why));
+	if (ret == 0)
+		ret = sfs_meta_open(meta_at(b), style, upgrade, m, why, sizeof(why));
 	if (ret == 0 && (ret = sfs_sync_branch_open(m)) < 0) {
 		snprintf(why, sizeof(why), "cannot set the volatile flag: %s", strerror(-ret));
 		sfs_meta_close(m);
 	}
 	/* in use: say by whom, so the user knows what to unmount */
-	if (ret == -EBUSY && sfs_runtime_lock_holder(b->root_fd, holder, sizeof(holder)) == 0)
+	if (ret == -EBUSY && sfs_runtime_lock_holder(meta_at(b), holder, sizeof(holder)) == 0)
 		berr(err, errlen, "branch #%u (\"%s\"): in use by %s", idx, b->path, holder);
 	else if (ret < 0)
-		berr(err, errlen, "branch #%u (\"%s\"): %s", idx, b->path, why);
+		berr(err, errlen, "branch #%u (\"%s\"%s): %s", idx, b->path,
+		     where(b, wh, sizeof(wh)), why);
 	if (ret < 0) {
 		free(m);
 		return ret;
@@ -442,6 +567,7 @@ static int meta_open(struct sfs_branch *b, unsigned idx, int style, bool upgrade
 	b->shared->meta = b->meta = m;
 	b->work_fd = m->work_fd;
 	warn_writers(b, idx);
+	warn_moved(b, idx);
 	return 0;
 }
 
@@ -551,7 +677,7 @@ static struct sfs_branch *branch_keep(struct sfs_branch *o, enum sfs_branch_mode
 static int change_fill(struct sfs_snap *s, const struct sfs_snap *old,
 		       const struct sfs_change *c, char *err, size_t errlen)
 {
-	struct sfs_branch_spec spec = { (char *)c->path, c->mode };
+	struct sfs_branch_spec spec = { (char *)c->path, c->mode, NULL };
 	unsigned j = 0;
 	int ret = 0;
 
@@ -571,27 +697,32 @@ static int change_fill(struct sfs_snap *s, const struct sfs_snap *old,
 }
 
 /* What a branch entering rw needs: a writable filesystem, a metadata dir
- * this stackfs can use, opened. */
-static int change_rw_ready(struct sfs_branch *b, unsigned idx, int style,
+ * this stackfs can use (where its root records it, apart from the other
+ * branches), opened. */
+static int change_rw_ready(struct sfs_snap *s, unsigned idx, const char *mp, int style,
 			   char *err, size_t errlen)
 {
-	struct sfs_branch_spec spec = { b->path, b->mode };
+	struct sfs_branch *b = s->b[idx];
+	struct sfs_branch_spec spec = { b->path, b->mode, NULL };
 	struct statvfs vfs;
 	int ret;
 
-	if (b->mode != SFS_BRANCH_RW)
-		return 0;
-	if (b->shared->meta) {
+	if (b->mode == SFS_BRANCH_RW && b->shared->meta) {
 		b->meta = b->shared->meta;
 		b->work_fd = b->meta->work_fd;
-		return 0;
 	}
+	if (b->mode != SFS_BRANCH_RW || b->meta)
+		return workdir_check_set(s, idx, mp, err, errlen);
 	if (fstatvfs(b->root_fd, &vfs) == 0 && (vfs.f_flag & ST_RDONLY)) {
 		berr(err, errlen, "branch #%u (\"%s\"): rw branch on a read-only filesystem (use =ro)",
 		     idx, b->path);
 		return -EROFS;
 	}
-	ret = meta_check(b, idx, &spec, err, errlen);
+	ret = locate(b, idx, b->path, NULL, err, errlen);
+	if (ret == 0)
+		ret = workdir_check_set(s, idx, mp, err, errlen);
+	if (ret == 0)
+		ret = meta_check(b, idx, &spec, err, errlen);
 	return ret ? ret : meta_open(b, idx, style, false, err, errlen);
 }
 
@@ -634,7 +765,7 @@ int sfs_snap_change(const struct sfs_snap *old, const struct sfs_change *c,
 		specs[i].path = s->b[i]->path;
 		ret = branch_check_set(s, i, specs, mountpoint, NULL, err, errlen);
 		if (ret == 0)
-			ret = change_rw_ready(s->b[i], i, whiteout_style, err, errlen);
+			ret = change_rw_ready(s, i, mountpoint, whiteout_style, err, errlen);
 		if (s->top_rw < 0 && s->b[i]->mode == SFS_BRANCH_RW)
 			s->top_rw = (int)i;
 	}

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "union/branch_spec.h"
+#include "whiteout/metadir.h"
 
 struct sfs_meta;
 
@@ -20,6 +21,10 @@ struct sfs_branch_shared {
 	atomic_uint refs;
 	atomic_uint open_files;   /* files of the view open on it */
 	struct sfs_meta *meta;    /* rw branches, once opened, else NULL */
+	/* where its metadata dir is (whiteout/metaloc.c): found when the
+	 * branch is first rw (located), kept while any snapshot has it */
+	struct sfs_metaloc loc;
+	bool located;
 };
 
 
@@ -72,7 +77,8 @@ int sfs_snap_change(const struct sfs_snap *old, const struct sfs_change *c,
 
 /* Opens and validates every branch (exists, is a directory, readable,
  * not duplicated, not nested in another, not under or over mountpoint,
- * rw branches on a writable filesystem, their metadata dir readable and
+ * rw branches on a writable filesystem, their metadata dir found (in a
+ * workdir: specs[i].workdir, or the one the root records), readable and
  * not newer or corrupt). Nothing is created on disk.
  * Returns 0 or -errno with a one-line message naming the branch. */
 int sfs_snap_open(const struct sfs_branch_spec *specs, size_t n,

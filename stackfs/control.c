@@ -132,17 +132,21 @@ static void list_branches(struct reply *r, const char *prefix)
 		unsigned long long avail = 0;
 
 		char *path = sfs_escape_dup(b->path, SFS_ESC_BACKSLASH);
+		const char *wd = b->shared->loc.workdir;
+		char *wdesc = wd ? sfs_escape_dup(wd, SFS_ESC_BACKSLASH) : NULL;
 
 		fstype_of(b->dev, type, sizeof(type));
 		if (fstatvfs(b->root_fd, &sv) == 0)
 			avail = (unsigned long long)sv.f_bavail * sv.f_frsize;
-		if (!path) {
+		if (!path || (wd && !wdesc)) {
+			free(path);
 			fail(r, ENOMEM, strerror(ENOMEM));
 			break;
 		}
-		out(r, "%s%u\t%s\t%s\t%u\t%s\t%llu\n", prefix, i, path,
-		    sfs_branch_mode_name(b->mode), b->id, type, avail);
+		out(r, "%s%u\t%s\t%s\t%u\t%s\t%llu\t%s\n", prefix, i, path,
+		    sfs_branch_mode_name(b->mode), b->id, type, avail, wdesc ? wdesc : "-");
 		free(path);
+		free(wdesc);
 	}
 	sfs_snap_put(s);
 }

@@ -34,6 +34,9 @@ static int branches_open(const struct sfs_opts *o, struct sfs_snap **out)
 	size_t n = 0;
 	int ret = sfs_branch_spec_parse(o->branches, &specs, &n, err, sizeof(err));
 
+	/* overlay-style: the spec's first branch is upperdir= */
+	if (ret == 0 && o->workdir)
+		specs[0].workdir = o->workdir;
 	if (ret == 0)
 		ret = sfs_snap_open(specs, n, o->mountpoint, out, err, sizeof(err));
 	if (ret < 0)

@@ -258,9 +258,10 @@ static int parse_readahead(struct sfs_opts *o, const char *arg)
  * mount program. They become the BRANCHES spec "U=rw:A=ro:B=ro" (all ro
  * without upperdir), escaped for branch_spec.c. lowerdir separates its
  * directories with ':' and takes '\X' for a literal X (so "\:" is a ':'
- * in a path), as overlayfs does. workdir is not used (stackfs stages in
- * U/.stackfs) but, as overlayfs requires, must be a directory on U's
- * filesystem. The operands are then [SOURCE] MOUNTPOINT: SOURCE is a label
+ * in a path), as overlayfs does. workdir, as overlayfs requires, must be
+ * a directory on U's filesystem: U's metadata dir goes there (W/.stackfs,
+ * branch.c and whiteout/metaloc.c), so that U stays a clean overlayfs
+ * upper. The operands are then [SOURCE] MOUNTPOINT: SOURCE is a label
  * such as "overlay" (mount.fuse3 passes one) and is ignored; one that
  * may be meant as BRANCHES (a '/', ':' or '=' in it, or the name of a
  * directory) is refused. */
@@ -465,6 +466,11 @@ static int ovl_finish(struct sfs_opts *o)
 	if (ovl_spec(&o->branches) == 0 &&
 	    !(ovl.upperdir && ovl.workdir && ovl_check_workdir() < 0))
 		ret = 0;
+	/* without upperdir there is no rw branch to keep metadata for */
+	if (ret == 0 && ovl.upperdir && ovl.workdir) {
+		o->workdir = ovl.workdir;
+		ovl.workdir = NULL;
+	}
 out:
 	ovl_free();
 	return ret;
@@ -738,7 +744,8 @@ void sfs_opts_free(struct sfs_opts *o)
 	free(o->branches);
 	free(o->mountpoint);
 	free(o->log_file);
-	o->branches = o->mountpoint = o->log_file = NULL;
+	free(o->workdir);
+	o->branches = o->mountpoint = o->log_file = o->workdir = NULL;
 }
 
 void sfs_opts_usage(const char *prog)

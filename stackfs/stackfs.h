@@ -32,6 +32,8 @@ enum sfs_sync_mode {
 struct sfs_opts {
 	char *branches;           /* the BRANCHES argument */
 	char *mountpoint;
+	char *workdir;            /* overlay-style workdir= with upperdir=: where
+				   * the upper's metadata dir is, or NULL */
 	int foreground;
 	int debug;
 	double timeout;           /* entry and attribute cache timeout, s */
@@ -538,9 +540,10 @@ int sfs_sync_changed(int fd);
  * sync=volatile. */
 int sfs_sync_view(struct sfs_node *n, int fd, bool datasync);
 /* At mount and branch add, before anything is written: -EUCLEAN with a
- * message when the branch (root_fd) was left by a volatile mount that did
- * not end cleanly, unless -o accept_unclean. */
-int sfs_sync_branch_check(int root_fd, char *why, size_t len);
+ * message when the branch (its metadata dir beneath at_fd: the root or
+ * a workdir) was left by a volatile mount that did not end cleanly,
+ * unless -o accept_unclean. */
+int sfs_sync_branch_check(int at_fd, char *why, size_t len);
 /* After its metadata dir is opened: the volatile flag set (sync=volatile)
  * or, accepted, cleared. */
 int sfs_sync_branch_open(struct sfs_meta *m);

@@ -321,10 +321,10 @@ int sfs_sync_view(struct sfs_node *n, int fd, bool datasync)
 
 /* ---- the volatile flag ----------------------------------------------- */
 
-int sfs_sync_branch_check(int root_fd, char *why, size_t len)
+int sfs_sync_branch_check(int at_fd, char *why, size_t len)
 {
 	uint32_t flags = 0;
-	int ret = sfs_meta_read_flags(root_fd, &flags);
+	int ret = sfs_meta_read_flags(at_fd, &flags);
 
 	if (ret < 0 || !(flags & SFS_META_F_VOLATILE) || sfs_m.opts.accept_unclean)
 		return 0; /* the metadata's own checks report its errors */

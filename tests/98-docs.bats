@@ -178,7 +178,10 @@ complete_line() {
 		fi
 		"$SFS" umount "$MNT" || fail "umount after -o $arg failed"
 	done < <("$SFSD" --help | sed -n '/^stackfs options:/,/^other options:/p' | o_names)
-	run -0 "$SFS" mount -o "lowerdir=$LO,upperdir=$UP,workdir=$WORK" "$MNT"
+	# an upper of its own: UP has its .stackfs from the mounts above, and
+	# a workdir= mount keeps the metadata in the workdir (99-workdir)
+	mkdir "$T/oup"
+	run -0 "$SFS" mount -o "lowerdir=$LO,upperdir=$T/oup,workdir=$WORK" "$MNT"
 	run -0 "$SFS" umount "$MNT"
 	[[ -z $bad ]] || fail "refused by a mount:$bad"
 }

@@ -18,6 +18,9 @@ const char *sfs_branch_mode_name(enum sfs_branch_mode m);
 struct sfs_branch_spec {
 	char *path;               /* unescaped, as written (maybe relative) */
 	enum sfs_branch_mode mode;
+	/* the workdir holding its metadata dir (an overlay-style mount's
+	 * workdir=, set by the daemon for the upper), or NULL: not given */
+	const char *workdir;
 };
 
 /* Parses a BRANCHES spec. ':' separates branches, '=' introduces a mode

@@ -62,10 +62,10 @@ int sfs_commit_refuse(struct commit *c, enum sfs_commit_outcome how, const char 
 
 /* ------------------------------------------------------------ the union */
 
-int sfs_commit_header(int root_fd, struct sfs_header *h)
+int sfs_commit_header(int at_fd, struct sfs_header *h)
 {
 	uint8_t buf[128];
-	int dir = sfs_do_open(root_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
+	int dir = sfs_do_open(at_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
 	int fd = dir < 0 ? -1 : sfs_do_open(dir, SFS_META_HEADER, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
 	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf));
 
@@ -79,11 +79,11 @@ int sfs_commit_header(int root_fd, struct sfs_header *h)
 }
 
 /* The whiteout style a branch's header records, or -1. */
-static int header_style(int root_fd)
+static int header_style(int at_fd)
 {
 	struct sfs_header h;
 
-	if (sfs_commit_header(root_fd, &h) < 0)
+	if (sfs_commit_header(at_fd, &h) < 0)
 		return -1;
 	return h.flags & SFS_META_F_OVERLAY ? SFS_WH_OVERLAY : SFS_WH_AUFS;
 }
@@ -102,15 +102,16 @@ static int open_union(struct commit *c, char **below, size_t nbelow)
 	paths[1] = c->into;
 	for (size_t i = 0; i < nbelow; i++)
 		paths[i + 2] = below[i];
-	if (sfs_ch_union_open(&c->u, paths, (unsigned)nbelow + 2, err, sizeof(err)) < 0)
+	if (sfs_ch_union_open(&c->u, paths, (unsigned)nbelow + 2, c->loc[0].workdir, err,
+			      sizeof(err)) < 0)
 		ret = sfs_commit_refuse(c, SFS_COMMIT_REFUSED, "%s", err);
 	free(paths);
 	if (ret < 0)
 		return ret;
 	c->u.split = 2;
 	c->deep = nbelow > 0;
-	st1 = header_style(c->u.b[1].root_fd);
-	st0 = header_style(c->u.b[0].root_fd);
+	st1 = header_style(c->br[1].at_fd);
+	st0 = header_style(c->br[0].at_fd);
 	c->style = st1 >= 0 ? (enum sfs_whiteout_style)st1 :
 		   st0 >= 0 ? (enum sfs_whiteout_style)st0 : SFS_WH_AUFS;
 	return 0;
@@ -199,6 +200,11 @@ static void release(struct commit *c)
 		close(c->lock_rw);
 	if (c->lock_lo >= 0)
 		close(c->lock_lo);
+	for (int i = 0; i < 2; i++) {
+		sfs_metaloc_close(&c->loc[i]);
+		if (c->br[i].root_fd >= 0)
+			close(c->br[i].root_fd);
+	}
 }
 
 enum sfs_commit_outcome sfs_commit_run(const struct sfs_commit_opts *o,
@@ -207,7 +213,8 @@ enum sfs_commit_outcome sfs_commit_run(const struct sfs_commit_opts *o,
 	struct commit c = {
 		.o = o, .r = r, .rw = o->rw, .into = o->into, .keep = o->keep,
 		.lock_rw = -1, .lock_lo = -1, .stage_fd = -1, .style = SFS_WH_AUFS,
-		.u.index_fd = -1,
+		.u.index_fd = -1, .br = { { -1, -1 }, { -1, -1 } },
+		.loc = { { .wd_fd = -1 }, { .wd_fd = -1 } },
 	};
 	int ret;
 
@@ -224,6 +231,8 @@ enum sfs_commit_outcome sfs_commit_run(const struct sfs_commit_opts *o,
 	r->err = c.err;
 	r->err_path = c.err_path;
 	r->err_what = c.err_what;
+	if (c.loc[0].workdir)
+		snprintf(r->workdir, sizeof(r->workdir), "%s", c.loc[0].workdir);
 	c.err_path = NULL;
 	release(&c);
 	return r->outcome;

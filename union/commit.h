@@ -42,10 +42,10 @@ struct sfs_commit_opts {
 	/* a running daemon using the directory dir as a branch, which the
 	 * branch's lock does not show (a read-only branch): its pid, or 0 */
 	pid_t (*in_use)(void *arg, const struct stat *dir);
-	/* who holds the lock of the branch at root_fd ("the stackfs mount
-	 * on MP, stackfsd pid N"), to name what to unmount: 0, or -errno.
-	 * May be NULL. */
-	int (*lock_holder)(void *arg, int root_fd, char *buf, size_t len);
+	/* who holds the lock of the branch whose .stackfs is beneath at_fd
+	 * (its root, or its workdir) ("the stackfs mount on MP, stackfsd pid
+	 * N"), to name what to unmount: 0, or -errno. May be NULL. */
+	int (*lock_holder)(void *arg, int at_fd, char *buf, size_t len);
 	void *arg;
 };
 
@@ -78,6 +78,8 @@ struct sfs_commit_result {
 	const char *err_what;
 	enum sfs_commit_left left;
 	char undo_msg[PATH_MAX + 200];
+	/* the workdir holding RW's .stackfs (its journal), or "": RW's own */
+	char workdir[PATH_MAX];
 };
 
 /* Commits o->rw into o->into: checks (neither in use, formats known,

@@ -86,6 +86,29 @@ out:
 	return ret;
 }
 
+/* The roots of both branches, and where their metadata dirs are: RW's
+ * where its root records it (an overlay-style upper's workdir) or its
+ * root; LOWER's likewise, a record that leads nowhere being no record
+ * (as for a read-only branch of a mount, where its marker is looked
+ * for the same way). */
+static int locate(struct commit *c)
+{
+	const char *names[2] = { c->rw, c->into };
+
+	for (int i = 0; i < 2; i++) {
+		char msg[PATH_MAX + 512];
+
+		c->br[i].root_fd = open(names[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (c->br[i].root_fd < 0)
+			return sfs_commit_refuse(c, REFUSED, "%s: %s", names[i], strerror(errno));
+		if (sfs_metaloc_open(c->br[i].root_fd, NULL, i == 1, &c->loc[i], msg,
+				     sizeof(msg)) < 0)
+			return sfs_commit_refuse(c, REFUSED, "%s: %s", names[i], msg);
+		c->br[i].at_fd = sfs_metaloc_at(&c->loc[i], c->br[i].root_fd);
+	}
+	return 0;
+}
+
 /* Each branch's metadata directory, if any, of a known format. */
 static int check_formats(struct commit *c)
 {
@@ -94,24 +117,18 @@ static int check_formats(struct commit *c)
 
 	for (int i = 0; i < 2; i++) {
 		char msg[300];
-		int fd = open(names[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
-		int r = fd < 0 ? -errno : sfs_meta_check(fd, &state, msg, sizeof(msg));
-
+		int at = c->br[i].at_fd, r = sfs_meta_check(at, &state, msg, sizeof(msg));
 		uint32_t flags = 0;
 
-		if (fd < 0)
-			snprintf(msg, sizeof(msg), "%s", strerror(-r));
 		/* what a crashed volatile mount left may be partial: folding it
 		 * into the lower branch would make that permanent */
-		if (r == 0 && sfs_meta_read_flags(fd, &flags) == 0 &&
+		if (r == 0 && sfs_meta_read_flags(at, &flags) == 0 &&
 		    (flags & SFS_META_F_VOLATILE)) {
 			snprintf(msg, sizeof(msg), "a sync=volatile mount uses it or did not end "
 				 "cleanly: what it wrote may be partial; once unmounted, mount it "
 				 "with -o accept_unclean to keep it as it is");
 			r = -EUCLEAN;
 		}
-		if (fd >= 0)
-			close(fd);
 		if (r == -EINPROGRESS)
 			r = 0; /* an unfinished commit: resumed once the locks are held */
 		if (r < 0)
@@ -127,20 +144,15 @@ static int check_formats(struct commit *c)
 static int lock_branch(struct commit *c, int i)
 {
 	const char *p = i ? c->into : c->rw;
-	int fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC), lk;
+	int at = c->br[i].at_fd, lk = sfs_meta_lock(at, true);
 	char who[PATH_MAX + 256];
 	pid_t pid;
 
-	lk = fd < 0 ? -errno : sfs_meta_lock(fd, true);
 	/* held: name the mount to unmount */
 	if (lk == -EBUSY && c->o->lock_holder &&
-	    c->o->lock_holder(c->o->arg, fd, who, sizeof(who)) == 0) {
-		close(fd);
+	    c->o->lock_holder(c->o->arg, at, who, sizeof(who)) == 0)
 		return sfs_commit_refuse(c, REFUSED, "%s: branch is in use by a mounted "
 					 "stackfs (%s): unmount it first", p, who);
-	}
-	if (fd >= 0)
-		close(fd);
 	if (lk == -EBUSY)
 		return sfs_commit_refuse(c, REFUSED, "%s: branch is in use by a mounted stackfs "
 					 "(unmount it first)", p);
@@ -161,18 +173,18 @@ static int lock_branch(struct commit *c, int i)
  * (refused), or ours stopped between the marker and the journal (nothing
  * was changed) or after removing the journal (all was done): the marker
  * goes. */
-static int resume_marker(struct commit *c, int rfd, int lfd)
+static int resume_marker(struct commit *c)
 {
 	struct sfs_journal none = { 0 };
 	struct sfs_jnl_mark mk;
 	char msg[300];
-	int ret = sfs_jmark_read(lfd, &mk, msg, sizeof(msg));
+	int ret = sfs_jmark_read(c->br[1].at_fd, &mk, msg, sizeof(msg));
 
 	if (ret == -ENOENT)
 		return 0;
 	if (ret < 0)
 		return sfs_commit_refuse(c, REFUSED, "%s: %s (see stackfs fsck)", c->into, msg);
-	if (!sfs_jnl_same_branch(rfd, mk.rw_fs_uuid, mk.rw_ino)) {
+	if (!sfs_jnl_same_branch(c->br[0].root_fd, mk.rw_fs_uuid, mk.rw_ino)) {
 		ret = sfs_commit_refuse(c, REFUSED, "%s has an unfinished commit from %s: run "
 					"stackfs commit %s --into %s again, or stackfs fsck "
 					"--repair %s", c->into, mk.rw, mk.rw, c->into, mk.rw);
@@ -180,7 +192,7 @@ static int resume_marker(struct commit *c, int rfd, int lfd)
 	}
 	note(c, "%s: the marker of a commit from %s without its journal (it stopped before "
 	     "changing anything, or after finishing); going on", c->into, c->rw);
-	ret = sfs_jnl_finish(rfd, lfd, &none);
+	ret = sfs_jnl_finish(&c->br[0], &c->br[1], &none);
 	if (ret < 0)
 		ret = sfs_commit_refuse(c, REFUSED, "%s/%s/%s: %s", c->into, SFS_METADIR_NAME,
 					SFS_META_COMMIT_FROM, strerror(-ret));
@@ -190,17 +202,17 @@ out:
 }
 
 /* RW's journal j: recovered when it names LOWER, else refused. */
-static int resume_journal(struct commit *c, int rfd, int lfd, const struct sfs_journal *j)
+static int resume_journal(struct commit *c, const struct sfs_journal *j)
 {
 	const char *done;
 	char msg[512];
 
-	if (!sfs_jnl_same_branch(lfd, j->lower_fs_uuid, j->lower_ino))
+	if (!sfs_jnl_same_branch(c->br[1].root_fd, j->lower_fs_uuid, j->lower_ino))
 		return sfs_commit_refuse(c, REFUSED, "%s has an unfinished commit into %s: run "
 					 "stackfs commit %s --into %s again, or stackfs fsck "
 					 "--repair %s", c->rw, j->lower, c->rw, j->lower, c->rw);
 	note(c, "%s: resuming an unfinished commit into %s (pid %u)", c->rw, c->into, j->pid);
-	if (sfs_jnl_recover(rfd, lfd, j, &done, msg, sizeof(msg)) < 0)
+	if (sfs_jnl_recover(&c->br[0], &c->br[1], j, &done, msg, sizeof(msg)) < 0)
 		return sfs_commit_refuse(c, REFUSED, "%s: the unfinished commit could not be "
 					 "recovered: %s; its journal is kept: run stackfs commit "
 					 "again or stackfs fsck --repair %s", c->rw, msg, c->rw);
@@ -212,32 +224,17 @@ static int resume_journal(struct commit *c, int rfd, int lfd, const struct sfs_j
  * anything new. */
 static int resume(struct commit *c)
 {
-	int rfd = open(c->rw, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	int lfd = open(c->into, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	struct sfs_journal j;
 	char msg[512];
-	int ret;
+	int ret = sfs_jnl_read(c->br[0].at_fd, &j, msg, sizeof(msg));
 
-	if (rfd < 0 || lfd < 0) {
-		ret = sfs_commit_refuse(c, REFUSED, "%s: %s", rfd < 0 ? c->rw : c->into,
-					strerror(errno));
-		goto out;
-	}
-	ret = sfs_jnl_read(rfd, &j, msg, sizeof(msg));
-	if (ret == -ENOENT) {
-		ret = resume_marker(c, rfd, lfd);
-	} else if (ret < 0) {
-		ret = sfs_commit_refuse(c, REFUSED, "%s: %s (see stackfs fsck %s)", c->rw, msg,
-					c->rw);
-	} else {
-		ret = resume_journal(c, rfd, lfd, &j);
-		sfs_jnl_free(&j);
-	}
-out:
-	if (rfd >= 0)
-		close(rfd);
-	if (lfd >= 0)
-		close(lfd);
+	if (ret == -ENOENT)
+		return resume_marker(c);
+	if (ret < 0)
+		return sfs_commit_refuse(c, REFUSED, "%s: %s (see stackfs fsck %s)", c->rw, msg,
+					 c->rw);
+	ret = resume_journal(c, &j);
+	sfs_jnl_free(&j);
 	return ret;
 }
 
@@ -269,6 +266,8 @@ int sfs_commit_check(struct commit *c)
 	if (ret == 0)
 		ret = check_paths(c);
 	if (ret == 0)
+		ret = locate(c);
+	if (ret == 0)
 		ret = check_formats(c);
 	for (int i = 0; ret == 0 && i < 2; i++)
 		ret = lock_branch(c, i);
@@ -287,11 +286,8 @@ int sfs_commit_below(struct commit *c, char ***below, size_t *nbelow)
 {
 	char **v = NULL, msg[300];
 	size_t n = 0;
-	int fd = open(c->rw, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	int ret = fd < 0 ? -errno : sfs_ch_lowers_below(fd, &v, &n, msg, sizeof(msg));
+	int ret = sfs_ch_lowers_below(c->br[0].root_fd, c->br[0].at_fd, &v, &n, msg, sizeof(msg));
 
-	if (fd >= 0)
-		close(fd);
 	*below = NULL;
 	*nbelow = 0;
 	if (ret == -ENOENT || ret == -ESRCH || (ret == 0 && n == 0)) {
@@ -299,13 +295,14 @@ int sfs_commit_below(struct commit *c, char ***below, size_t *nbelow)
 		goto out;
 	}
 	if (ret < 0) {
-		ret = sfs_commit_refuse(c, REFUSED, "%s: %s", c->rw, fd < 0 ? strerror(-ret) : msg);
+		ret = sfs_commit_refuse(c, REFUSED, "%s: %s", c->rw, msg);
 		goto out;
 	}
 	if (!same_dir(v[0], &c->ls)) {
 		ret = sfs_commit_refuse(c, REFUSED, "%s is not the branch just below %s in its "
 					"last mount (%s/%s/%s lists %s there)", c->into, c->rw,
-					c->rw, SFS_METADIR_NAME, SFS_META_LOWERS, v[0]);
+					c->loc[0].workdir ? c->loc[0].workdir : c->rw,
+					SFS_METADIR_NAME, SFS_META_LOWERS, v[0]);
 		goto out;
 	}
 	/* the first below RW is LOWER itself */

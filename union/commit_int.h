@@ -14,6 +14,7 @@
 #include "union/commit.h"
 #include "union/changes.h"
 #include "whiteout/journal.h"
+#include "whiteout/metadir.h"
 #include "whiteout/ondisk.h"
 #include "whiteout/whiteout.h"
 
@@ -51,6 +52,11 @@ struct commit {
 	const char *rw, *into;         /* as given */
 	bool keep, deep;
 	struct stat rs, ls;            /* the rw and the lower branch's roots */
+	/* the rw [0] and the lower [1] branch as the journal and its recovery
+	 * reach them: their roots and the directories holding their .stackfs
+	 * (the root, or a workdir: whiteout/metaloc.c, found in loc) */
+	struct sfs_jnl_branch br[2];
+	struct sfs_metaloc loc[2];
 	int lock_rw, lock_lo;          /* their locks, held throughout, or -1 */
 	struct sfs_ch_union u;         /* b[0] rw, b[1] into, b[2..] below it */
 	enum sfs_whiteout_style style; /* of marks written into the lower branch */
@@ -108,8 +114,9 @@ char *sfs_commit_path(struct commit *c, const char *dir, const char *name);
  * Returns -1. */
 int sfs_commit_refuse(struct commit *c, enum sfs_commit_outcome how, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-/* A branch's header: 0, or -1 when it has none that is valid. */
-int sfs_commit_header(int root_fd, struct sfs_header *h);
+/* A branch's header (its .stackfs beneath at_fd): 0, or -1 when it has
+ * none that is valid. */
+int sfs_commit_header(int at_fd, struct sfs_header *h);
 
 /* ---- commit_check.c: what refuses a commit -------------------------- */
 

@@ -106,7 +106,7 @@ static int journal_ids(struct commit *c, struct sfs_jnl_mark *mk)
 	c->jnl.rw_times[0] = rst.st_atim;
 	c->jnl.rw_times[1] = rst.st_mtim;
 	mk->rw_ino = rst.st_ino;
-	if (sfs_commit_header(rfd, &h) == 0)
+	if (sfs_commit_header(c->br[0].at_fd, &h) == 0)
 		memcpy(mk->rw_uuid, h.uuid, 16);
 	ret = sfs_fs_uuid(lfd, c->jnl.lower_fs_uuid);
 	return ret < 0 ? ret : sfs_fs_uuid(rfd, mk->rw_fs_uuid);
@@ -173,12 +173,12 @@ static int write_journal(struct commit *c)
 	ret = journal_ids(c, &mk);
 	if (ret == 0)
 		ret = journal_moves(c);
-	if (ret == 0 && (ret = sfs_jmark_write(c->u.b[1].root_fd, &mk, &made)) < 0)
+	if (ret == 0 && (ret = sfs_jmark_write(c->br[1].at_fd, &mk, &made)) < 0)
 		sfs_commit_fail(c, ret, c->into,
 				"writing the commit marker in the lower branch's .stackfs");
 	if (made)
 		j->flags |= SFS_JNL_F_MADE_META;
-	if (ret == 0 && (ret = sfs_jnl_write(c->u.b[0].root_fd, j)) < 0)
+	if (ret == 0 && (ret = sfs_jnl_write(c->br[0].at_fd, j)) < 0)
 		sfs_commit_fail(c, ret, c->rw, "writing the journal .stackfs/" SFS_META_COMMIT);
 	c->jnl_written = ret == 0;
 out:
@@ -260,7 +260,7 @@ int sfs_commit_undo(struct commit *c, char *msg, size_t len)
 		close(c->stage_fd);
 		c->stage_fd = -1;
 	}
-	ret = sfs_jnl_recover(c->u.b[0].root_fd, c->u.b[1].root_fd, &c->jnl, &done, msg, len);
+	ret = sfs_jnl_recover(&c->br[0], &c->br[1], &c->jnl, &done, msg, len);
 	if (ret == 0)
 		c->jnl_written = false;
 	return ret;
@@ -270,23 +270,23 @@ int sfs_commit_undo(struct commit *c, char *msg, size_t len)
 int sfs_commit_finish(struct commit *c, bool *emptied)
 {
 	char msg[PATH_MAX + 200];
-	int ret, rfd = c->u.b[0].root_fd;
+	int ret;
 
 	c->jnl.phase = SFS_JNL_APPLIED;
-	ret = sfs_jnl_write(rfd, &c->jnl);
+	ret = sfs_jnl_write(c->br[0].at_fd, &c->jnl);
 	if (ret < 0) {
 		c->jnl.phase = SFS_JNL_MOVING; /* still undone by the journal on disk */
 		return sfs_commit_fail(c, ret, c->rw, "writing the journal .stackfs/" SFS_META_COMMIT);
 	}
 	if (!c->keep) {
-		ret = sfs_jnl_empty_rw(rfd, c->jnl.rw_times, msg, sizeof(msg));
+		ret = sfs_jnl_empty_rw(&c->br[0], c->jnl.rw_times, msg, sizeof(msg));
 		if (ret == 0)
-			ret = sfs_jnl_syncfs(rfd);
+			ret = sfs_jnl_syncfs(c->br[0].root_fd);
 		if (ret < 0)
 			return sfs_commit_fail(c, ret, c->rw, "emptying the rw branch");
 		*emptied = true;
 	}
-	ret = sfs_jnl_finish(rfd, c->u.b[1].root_fd, &c->jnl);
+	ret = sfs_jnl_finish(&c->br[0], &c->br[1], &c->jnl);
 	if (ret < 0)
 		return sfs_commit_fail(c, ret, c->rw, "removing the journal .stackfs/" SFS_META_COMMIT);
 	c->jnl_written = false;

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,10 +164,11 @@ static int idx_cmp(const void *a, const void *b)
 }
 
 /* b[0]'s index: every entry with an origin record, sorted by lower inode
- * number. No index (never mounted, or no .stackfs) is an empty one. */
-static int index_load(struct sfs_ch_union *u)
+ * number. No index (never mounted, or no .stackfs) is an empty one.
+ * at_fd: the directory holding b[0]'s .stackfs. */
+static int index_load(struct sfs_ch_union *u, int at_fd)
 {
-	int meta = sfs_do_open(u->b[0].root_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
+	int meta = sfs_do_open(at_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
 	struct dirent *e;
 	DIR *d;
 	int ret = 0;
@@ -207,8 +209,27 @@ static int index_load(struct sfs_ch_union *u)
 	return ret;
 }
 
+/* b[0]'s index, from its metadata dir wherever that is (metaloc.c). */
+static int rw_index(struct sfs_ch_union *u, const char *workdir, char *err, size_t errlen)
+{
+	struct sfs_metaloc loc;
+	char why[PATH_MAX + 512];
+	int ret = sfs_metaloc_open(u->b[0].root_fd, workdir, false, &loc, why, sizeof(why));
+
+	if (ret < 0) {
+		snprintf(err, errlen, "%s: %s", u->b[0].path, why);
+		return ret;
+	}
+	ret = index_load(u, sfs_metaloc_at(&loc, u->b[0].root_fd));
+	if (ret < 0)
+		snprintf(err, errlen, "%s/%s/%s: %s", loc.workdir ? loc.workdir : u->b[0].path,
+			 SFS_METADIR_NAME, SFS_META_INDEX, strerror(-ret));
+	sfs_metaloc_close(&loc);
+	return ret;
+}
+
 int sfs_ch_union_open(struct sfs_ch_union *u, const char *const *paths, unsigned n,
-		      char *err, size_t errlen)
+		      const char *workdir, char *err, size_t errlen)
 {
 	int ret = 0;
 
@@ -251,12 +272,9 @@ int sfs_ch_union_open(struct sfs_ch_union *u, const char *const *paths, unsigned
 		}
 	}
 	if (ret == 0 && n > 1) {
-		ret = index_load(u);
-		if (ret < 0) {
-			snprintf(err, errlen, "%s/%s/%s: %s", paths[0], SFS_METADIR_NAME,
-				 SFS_META_INDEX, strerror(-ret));
+		ret = rw_index(u, workdir, err, errlen);
+		if (ret < 0)
 			goto fail;
-		}
 	}
 	if (ret == 0)
 		return 0;
@@ -281,7 +299,8 @@ void sfs_ch_union_close(struct sfs_ch_union *u)
 	u->index_fd = -1;
 }
 
-int sfs_ch_lowers_below(int root_fd, char ***paths, size_t *n, char *err, size_t errlen)
+int sfs_ch_lowers_below(int root_fd, int at_fd, char ***paths, size_t *n, char *err,
+			size_t errlen)
 {
 	struct sfs_lower *v = NULL;
 	struct stat root, st;
@@ -295,7 +314,7 @@ int sfs_ch_lowers_below(int root_fd, char ***paths, size_t *n, char *err, size_t
 		snprintf(err, errlen, "%s", strerror(errno));
 		return -errno;
 	}
-	meta = sfs_do_open(root_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
+	meta = sfs_do_open(at_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
 	if (meta < 0) {
 		ret = errno == ENOTDIR ? -ENOENT : -errno;
 		snprintf(err, errlen, "%s/%s: %s", SFS_METADIR_NAME, SFS_META_LOWERS,

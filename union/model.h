@@ -46,7 +46,8 @@ struct sfs_ch_union {
 	 * b[split..n) is looked up to find their layers there (commit keeps
 	 * those layers reachable when it folds b[0] into b[1]). */
 	unsigned split;
-	int index_fd;                  /* b[0]'s .stackfs/index, or -1 */
+	int index_fd;                  /* b[0]'s .stackfs/index (in its root or
+					* its workdir), or -1 */
 	struct sfs_ch_index *idx;      /* its entries with an origin record */
 	size_t nidx;
 };
@@ -73,9 +74,12 @@ struct sfs_ch_stack {
 };
 
 /* Opens the branches (paths[0] the rw one), reads b[0]'s index when
- * b[0] has branches below it. On failure a message naming the branch. */
+ * b[0] has branches below it, from its metadata dir: in the workdir
+ * given (an overlay-style mount's), else where its root records it, else
+ * in its root (whiteout/metaloc.c). On failure a message naming the
+ * branch. */
 int sfs_ch_union_open(struct sfs_ch_union *u, const char *const *paths, unsigned n,
-		      char *err, size_t errlen);
+		      const char *workdir, char *err, size_t errlen);
 void sfs_ch_union_close(struct sfs_ch_union *u);
 
 /* The root of the union of b[first..n): every root down to the first
@@ -111,12 +115,14 @@ void sfs_ch_stack_free(struct sfs_ch_stack *st);
 
 
 /* The branches listed below the branch root_fd in its metadata dir's
- * `lowers` (the branch list of its last mount), highest first, found by
- * comparing st_dev/st_ino of each listed path with the root: 0 with a
- * malloc'd array of paths (*n may be 0; free with sfs_ch_names_free),
- * -ENOENT when there is no `lowers`, -ESRCH when the branch is not in
- * it, or another -errno, each with a message. */
-int sfs_ch_lowers_below(int root_fd, char ***paths, size_t *n, char *err, size_t errlen);
+ * `lowers` (the branch list of its last mount; the metadata dir beneath
+ * at_fd, its root or its workdir), highest first, found by comparing
+ * st_dev/st_ino of each listed path with the root: 0 with a malloc'd
+ * array of paths (*n may be 0; free with sfs_ch_names_free), -ENOENT
+ * when there is no `lowers`, -ESRCH when the branch is not in it, or
+ * another -errno, each with a message. */
+int sfs_ch_lowers_below(int root_fd, int at_fd, char ***paths, size_t *n, char *err,
+			size_t errlen);
 
 /* Joins a view path and a name: "/" + name under the root. malloc'd. */
 char *sfs_ch_join(const char *dir, const char *name);

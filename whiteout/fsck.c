@@ -169,7 +169,8 @@ ssize_t sfs_fsck_get_xattr(int dfd, const char *name, const char *attr, char *bu
 
 int sfs_fsck_run(const struct sfs_fsck_opts *o, struct sfs_fsck_result *r)
 {
-	struct fsck f = { .o = o, .r = r, .root_fd = o->root_fd, .meta_fd = -1 };
+	struct fsck f = { .o = o, .r = r, .root_fd = o->root_fd, .meta_at = o->meta_at_fd,
+			  .meta_fd = -1 };
 	bool meta_gone = false;
 	int status;
 
@@ -181,7 +182,7 @@ int sfs_fsck_run(const struct sfs_fsck_opts *o, struct sfs_fsck_result *r)
 	if (sfs_fsck_open_meta(&f) == 0) {
 		sfs_fsck_check_commit(&f);
 		/* the commit's own .stackfs may have gone with its marker */
-		meta_gone = sfs_do_stat(f.root_fd, SFS_METADIR_NAME, &(struct stat){ 0 }) < 0;
+		meta_gone = sfs_do_stat(f.meta_at, SFS_METADIR_NAME, &(struct stat){ 0 }) < 0;
 		if (!meta_gone)
 			sfs_fsck_check_header(&f);
 		if (!meta_gone && !f.stop && !f.v0 && !f.marker_only) {

@@ -97,6 +97,9 @@ struct sfs_fsck_problem {
 struct sfs_fsck_opts {
 	const char *branch;         /* the path given, for messages */
 	int root_fd;                /* O_PATH|O_DIRECTORY of the branch root */
+	/* the directory holding its .stackfs: root_fd, or the workdir of an
+	 * overlay-style mount (whiteout/metaloc.c finds which) */
+	int meta_at_fd;
 	bool repair;
 	/* repair what lower branches decide even when they are not the
 	 * recorded ones (--force) */

@@ -38,6 +38,7 @@ struct fsck {
 	const struct sfs_fsck_opts *o;
 	struct sfs_fsck_result *r;
 	int root_fd;             /* O_PATH of the branch root */
+	int meta_at;             /* the directory holding .stackfs (o->meta_at_fd) */
 	int meta_fd;             /* O_PATH of .stackfs, or -1 */
 	bool v0;                 /* a version 0 metadata dir */
 	bool stop;               /* a newer format: check nothing more */

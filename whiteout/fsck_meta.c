@@ -38,8 +38,8 @@ static int untrusted_meta(struct fsck *f, const struct sfs_distrust *d)
 		return -1;
 	}
 	close(f->meta_fd);
-	ret = sfs_fsck_done(f, p, sfs_meta_rebuild(f->root_fd, kept, sizeof(kept)));
-	f->meta_fd = ret < 0 ? -1 : sfs_meta_dir_open(f->root_fd, NULL, 0);
+	ret = sfs_fsck_done(f, p, sfs_meta_rebuild(f->meta_at, kept, sizeof(kept)));
+	f->meta_fd = ret < 0 ? -1 : sfs_meta_dir_open(f->meta_at, NULL, 0);
 	if (f->meta_fd < 0) {
 		f->stop = true;
 		return -1;
@@ -58,7 +58,7 @@ int sfs_fsck_open_meta(struct fsck *f)
 	struct stat st;
 	int ret;
 
-	f->meta_fd = sfs_meta_openat(f->root_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY, 0);
+	f->meta_fd = sfs_meta_openat(f->meta_at, SFS_METADIR_NAME, O_PATH | O_DIRECTORY, 0);
 	if (f->meta_fd == -ENOENT) {
 		sfs_fsck_msg(f, false, "no %s: the branch was never mounted read-write",
 			     SFS_METADIR_NAME);
@@ -73,7 +73,7 @@ int sfs_fsck_open_meta(struct fsck *f)
 		sfs_fsck_msg(f, true, "%s: %s", SFS_METADIR_NAME, strerror(-f->meta_fd));
 		return -1;
 	}
-	ret = sfs_meta_trusted(f->root_fd, f->meta_fd, &d);
+	ret = sfs_meta_trusted(f->meta_at, f->meta_fd, &d);
 	if (ret == -EPERM)
 		return untrusted_meta(f, &d);
 	if (ret < 0 || sfs_do_fstat(f->meta_fd, &st) < 0) {

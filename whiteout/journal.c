@@ -290,10 +290,10 @@ void sfs_jmark_free(struct sfs_jnl_mark *m)
 		      (size_t)SFS_JNL_MAX_MOVES * (JNL_MOVE + 2 * SFS_JNL_PATH_MAX))
 #define MARK_FILE_MAX ((size_t)MARK_HEAD + SFS_JNL_PATH_MAX + 4)
 
-static int read_rec(int root_fd, const char *name, size_t max, uint8_t **buf, size_t *len,
+static int read_rec(int at_fd, const char *name, size_t max, uint8_t **buf, size_t *len,
 		    char *err, size_t errlen)
 {
-	int meta = sfs_meta_dir_open(root_fd, err, errlen);
+	int meta = sfs_meta_dir_open(at_fd, err, errlen);
 	int ret = meta < 0 ? meta : sfs_meta_read_file(meta, name, max, buf, len);
 
 	if (meta >= 0)
@@ -309,11 +309,11 @@ static int read_rec(int root_fd, const char *name, size_t max, uint8_t **buf, si
 	return ret == -EINVAL || ret == -EFBIG ? -EUCLEAN : ret;
 }
 
-int sfs_jnl_read(int root_fd, struct sfs_journal *j, char *err, size_t errlen)
+int sfs_jnl_read(int at_fd, struct sfs_journal *j, char *err, size_t errlen)
 {
 	uint8_t *buf;
 	size_t len;
-	int ret = read_rec(root_fd, SFS_META_COMMIT, JNL_FILE_MAX, &buf, &len, err, errlen);
+	int ret = read_rec(at_fd, SFS_META_COMMIT, JNL_FILE_MAX, &buf, &len, err, errlen);
 
 	if (ret < 0)
 		return ret;
@@ -322,11 +322,11 @@ int sfs_jnl_read(int root_fd, struct sfs_journal *j, char *err, size_t errlen)
 	return ret;
 }
 
-int sfs_jmark_read(int root_fd, struct sfs_jnl_mark *m, char *err, size_t errlen)
+int sfs_jmark_read(int at_fd, struct sfs_jnl_mark *m, char *err, size_t errlen)
 {
 	uint8_t *buf;
 	size_t len;
-	int ret = read_rec(root_fd, SFS_META_COMMIT_FROM, MARK_FILE_MAX, &buf, &len, err,
+	int ret = read_rec(at_fd, SFS_META_COMMIT_FROM, MARK_FILE_MAX, &buf, &len, err,
 			   errlen);
 
 	if (ret < 0)
@@ -336,23 +336,23 @@ int sfs_jmark_read(int root_fd, struct sfs_jnl_mark *m, char *err, size_t errlen
 	return ret;
 }
 
-static int write_rec(int root_fd, const char *name, const uint8_t *buf, size_t len,
+static int write_rec(int at_fd, const char *name, const uint8_t *buf, size_t len,
 		     bool create, bool *made)
 {
 	int meta, ret;
 
 	if (made)
 		*made = false;
-	meta = sfs_meta_dir_open(root_fd, NULL, 0);
+	meta = sfs_meta_dir_open(at_fd, NULL, 0);
 	if (meta == -ENOENT && create) {
-		if (sfs_do_mkdirat(root_fd, SFS_METADIR_NAME, 0700) < 0)
+		if (sfs_do_mkdirat(at_fd, SFS_METADIR_NAME, 0700) < 0)
 			return -errno;
 		if (made)
 			*made = true;
-		ret = sfs_meta_fsync_dir(root_fd);
+		ret = sfs_meta_fsync_dir(at_fd);
 		if (ret < 0)
 			return ret;
-		meta = sfs_meta_dir_open(root_fd, NULL, 0);
+		meta = sfs_meta_dir_open(at_fd, NULL, 0);
 	}
 	if (meta < 0)
 		return meta;
@@ -361,7 +361,7 @@ static int write_rec(int root_fd, const char *name, const uint8_t *buf, size_t l
 	return ret;
 }
 
-int sfs_jnl_write(int root_fd, const struct sfs_journal *j)
+int sfs_jnl_write(int at_fd, const struct sfs_journal *j)
 {
 	uint8_t *buf;
 	size_t len;
@@ -369,12 +369,12 @@ int sfs_jnl_write(int root_fd, const struct sfs_journal *j)
 
 	if (ret < 0)
 		return ret;
-	ret = write_rec(root_fd, SFS_META_COMMIT, buf, len, false, NULL);
+	ret = write_rec(at_fd, SFS_META_COMMIT, buf, len, false, NULL);
 	free(buf);
 	return ret;
 }
 
-int sfs_jmark_write(int root_fd, const struct sfs_jnl_mark *m, bool *made)
+int sfs_jmark_write(int at_fd, const struct sfs_jnl_mark *m, bool *made)
 {
 	uint8_t *buf;
 	size_t len;
@@ -382,14 +382,14 @@ int sfs_jmark_write(int root_fd, const struct sfs_jnl_mark *m, bool *made)
 
 	if (ret < 0)
 		return ret;
-	ret = write_rec(root_fd, SFS_META_COMMIT_FROM, buf, len, true, made);
+	ret = write_rec(at_fd, SFS_META_COMMIT_FROM, buf, len, true, made);
 	free(buf);
 	return ret;
 }
 
-int sfs_jnl_pending(int root_fd, char *err, size_t errlen)
+int sfs_jnl_pending(int at_fd, char *err, size_t errlen)
 {
-	int meta = sfs_meta_dir_open(root_fd, NULL, 0);
+	int meta = sfs_meta_dir_open(at_fd, NULL, 0);
 	bool jnl, mark;
 
 	if (meta < 0)

@@ -78,37 +78,49 @@ int sfs_jmark_parse(const void *buf, size_t len, struct sfs_jnl_mark *m,
 void sfs_jmark_free(struct sfs_jnl_mark *m);
 
 /* Reads RW's journal (-ENOENT: none) / LOWER's marker (-ENOENT: none),
- * given the branch root fd. */
-int sfs_jnl_read(int root_fd, struct sfs_journal *j, char *err, size_t errlen);
-int sfs_jmark_read(int root_fd, struct sfs_jnl_mark *m, char *err, size_t errlen);
+ * given the directory holding the branch's .stackfs (at_fd: its root, or
+ * its workdir, metadir.h). */
+int sfs_jnl_read(int at_fd, struct sfs_journal *j, char *err, size_t errlen);
+int sfs_jmark_read(int at_fd, struct sfs_jnl_mark *m, char *err, size_t errlen);
 /* Writes them crash-safe (tmp, fsync, rename, fsync). The marker makes
- * LOWER/.stackfs (0700) when there is none: *made says so. */
-int sfs_jnl_write(int root_fd, const struct sfs_journal *j);
-int sfs_jmark_write(int root_fd, const struct sfs_jnl_mark *m, bool *made);
+ * LOWER's .stackfs (0700) when there is none: *made says so. */
+int sfs_jnl_write(int at_fd, const struct sfs_journal *j);
+int sfs_jmark_write(int at_fd, const struct sfs_jnl_mark *m, bool *made);
 
 /* Whether a branch has an unfinished commit (a journal or a marker):
  * -EINPROGRESS with a one-line message saying what to run, else 0. */
-int sfs_jnl_pending(int root_fd, char *err, size_t errlen);
+int sfs_jnl_pending(int at_fd, char *err, size_t errlen);
 
 /* Whether fd (a branch root) is the branch the identity names. */
 bool sfs_jnl_same_branch(int fd, const uint8_t fs_uuid[16], uint64_t ino);
+
+/* A branch as recovery reaches it: its root (the tree), and the
+ * directory holding its .stackfs (the journal or the marker, work/ and
+ * index/): the root, or its workdir (metadir.h, whiteout/metaloc.c). */
+struct sfs_jnl_branch {
+	int root_fd;
+	int at_fd;
+};
 
 /* Recovery, shared by commit and fsck --repair. The caller holds RW's
  * lock. In phase MOVING every moved directory goes back where it was
  * (*done "rolled back"); in APPLIED RW is emptied unless keep (*done
  * "completed"); then the marker and the journal go. LOWER must be the
  * journal's (checked). */
-int sfs_jnl_recover(int rw_fd, int lower_fd, const struct sfs_journal *j,
-		    const char **done, char *err, size_t errlen);
+int sfs_jnl_recover(const struct sfs_jnl_branch *rw, const struct sfs_jnl_branch *lower,
+		    const struct sfs_journal *j, const char **done, char *err,
+		    size_t errlen);
 /* The end of a commit: the journal, then the marker, removed and synced
- * (LOWER's root times kept when its .stackfs made for the marker goes).
- * rw_fd -1: the marker only. */
-int sfs_jnl_finish(int rw_fd, int lower_fd, const struct sfs_journal *j);
-/* Empties a rw branch after a commit: everything but .stackfs, and its
- * work/ and index/; the root loses its opaque and redirect marks and gets
- * the times given. Never leaves the branch's filesystem. */
-int sfs_jnl_empty_rw(int rw_fd, const struct timespec times[2], char *err,
-		     size_t errlen);
+ * (the times of the directory holding LOWER's .stackfs kept when the
+ * .stackfs made for the marker goes). rw NULL: the marker only. */
+int sfs_jnl_finish(const struct sfs_jnl_branch *rw, const struct sfs_jnl_branch *lower,
+		   const struct sfs_journal *j);
+/* Empties a rw branch after a commit: everything but .stackfs, and the
+ * work/ and index/ of its .stackfs (in its root or its workdir); the
+ * root loses its opaque and redirect marks and gets the times given.
+ * Never leaves the branch's filesystem. */
+int sfs_jnl_empty_rw(const struct sfs_jnl_branch *rw, const struct timespec times[2],
+		     char *err, size_t errlen);
 /* Opens a directory at an absolute path beneath root one component at a
  * time, following no symlink: an O_PATH fd or -errno. */
 int sfs_jnl_open_path(int root_fd, const char *path);

@@ -329,17 +329,18 @@ static int empty_dir(int dir, bool root)
 	return ret;
 }
 
-int sfs_jnl_empty_rw(int rw_fd, const struct timespec times[2], char *err, size_t errlen)
+int sfs_jnl_empty_rw(const struct sfs_jnl_branch *rw, const struct timespec times[2],
+		     char *err, size_t errlen)
 {
 	static const char *const subs[] = { SFS_META_WORK, SFS_META_INDEX };
-	int ret = empty_dir(rw_fd, true);
+	int rw_fd = rw->root_fd, ret = empty_dir(rw_fd, true);
 
 	for (size_t i = 0; ret == 0 && i < 2; i++) {
 		char p[64];
 		int fd;
 
 		snprintf(p, sizeof(p), "/%s/%s", SFS_METADIR_NAME, subs[i]);
-		fd = sfs_jnl_open_path(rw_fd, p);
+		fd = sfs_jnl_open_path(rw->at_fd, p);
 		if (fd == -ENOENT || fd == -ENOTDIR)
 			continue;
 		ret = fd < 0 ? fd : empty_dir(fd, false);
@@ -357,9 +358,12 @@ int sfs_jnl_empty_rw(int rw_fd, const struct timespec times[2], char *err, size_
 
 /* ------------------------------------------------------------ the end */
 
-static int remove_marker(int lower_fd, const struct sfs_journal *j)
+/* The marker in LOWER's .stackfs (at_fd holds it), and the .stackfs if
+ * the commit made it for the marker, the times of the directory that
+ * held it kept. */
+static int remove_marker(int at_fd, const struct sfs_journal *j)
 {
-	int meta = sfs_meta_dir_open(lower_fd, NULL, 0), ret = 0;
+	int meta = sfs_meta_dir_open(at_fd, NULL, 0), ret = 0;
 	struct timespec tv[2];
 	struct stat st;
 
@@ -374,27 +378,28 @@ static int remove_marker(int lower_fd, const struct sfs_journal *j)
 	close(meta);
 	if (ret < 0 || !(j->flags & SFS_JNL_F_MADE_META))
 		return ret;
-	/* the .stackfs made for the marker goes, LOWER's root keeping its times */
-	if (fstat(lower_fd, &st) < 0)
+	/* the .stackfs made for the marker goes, what held it keeping its times */
+	if (fstat(at_fd, &st) < 0)
 		return -errno;
 	tv[0] = st.st_atim;
 	tv[1] = st.st_mtim;
-	if (sfs_do_unlinkat(lower_fd, SFS_METADIR_NAME, AT_REMOVEDIR) < 0 && errno != ENOENT &&
+	if (sfs_do_unlinkat(at_fd, SFS_METADIR_NAME, AT_REMOVEDIR) < 0 && errno != ENOENT &&
 	    errno != ENOTEMPTY && errno != EEXIST)
 		return -errno;
-	if (sfs_do_utimensat(lower_fd, ".", tv, 0) < 0)
+	if (sfs_do_utimensat(at_fd, ".", tv, 0) < 0)
 		return -errno;
-	return sfs_meta_fsync_dir(lower_fd);
+	return sfs_meta_fsync_dir(at_fd);
 }
 
 /* The journal goes first: it is what decides; a marker left after it is
  * stale, and commit and fsck of either branch remove it. */
-int sfs_jnl_finish(int rw_fd, int lower_fd, const struct sfs_journal *j)
+int sfs_jnl_finish(const struct sfs_jnl_branch *rw, const struct sfs_jnl_branch *lower,
+		   const struct sfs_journal *j)
 {
 	int ret = 0, meta;
 
-	if (rw_fd >= 0) {
-		meta = sfs_meta_dir_open(rw_fd, NULL, 0);
+	if (rw) {
+		meta = sfs_meta_dir_open(rw->at_fd, NULL, 0);
 		if (meta < 0)
 			return meta;
 		if (sfs_do_unlinkat(meta, SFS_META_COMMIT, 0) < 0 && errno != ENOENT)
@@ -403,8 +408,8 @@ int sfs_jnl_finish(int rw_fd, int lower_fd, const struct sfs_journal *j)
 			ret = sfs_meta_fsync_dir(meta);
 		close(meta);
 	}
-	if (ret == 0 && lower_fd >= 0)
-		ret = remove_marker(lower_fd, j);
+	if (ret == 0 && lower)
+		ret = remove_marker(lower->at_fd, j);
 	return ret;
 }
 
@@ -447,10 +452,11 @@ static int remove_tmps(int dir_fd, const char *prefix, size_t plen, int depth)
 	return ret;
 }
 
-int sfs_jnl_recover(int rw_fd, int lower_fd, const struct sfs_journal *j,
-		    const char **done, char *err, size_t errlen)
+int sfs_jnl_recover(const struct sfs_jnl_branch *rw, const struct sfs_jnl_branch *lower,
+		    const struct sfs_journal *j, const char **done, char *err,
+		    size_t errlen)
 {
-	int ret = 0;
+	int ret = 0, lower_fd = lower->root_fd;
 
 	if (!sfs_jnl_same_branch(lower_fd, j->lower_fs_uuid, j->lower_ino)) {
 		snprintf(err, errlen, "%s is not the lower branch the journal names (another "
@@ -463,8 +469,8 @@ int sfs_jnl_recover(int rw_fd, int lower_fd, const struct sfs_journal *j,
 	} else {
 		*done = "completed (the lower branch holds the changes)";
 		if (!(j->flags & SFS_JNL_F_KEEP)) {
-			ret = sfs_jnl_empty_rw(rw_fd, j->rw_times, err, errlen);
-			if (ret == 0 && (ret = sfs_jnl_syncfs(rw_fd)) < 0)
+			ret = sfs_jnl_empty_rw(rw, j->rw_times, err, errlen);
+			if (ret == 0 && (ret = sfs_jnl_syncfs(rw->root_fd)) < 0)
 				snprintf(err, errlen, "syncfs: %s", strerror(-ret));
 		}
 	}
@@ -477,7 +483,7 @@ int sfs_jnl_recover(int rw_fd, int lower_fd, const struct sfs_journal *j,
 			snprintf(err, errlen, "removing the commit's temporary copies: %s",
 				 strerror(-ret));
 	}
-	if (ret == 0 && (ret = sfs_jnl_finish(rw_fd, lower_fd, j)) < 0)
+	if (ret == 0 && (ret = sfs_jnl_finish(rw, lower, j)) < 0)
 		snprintf(err, errlen, "removing the journal: %s", strerror(-ret));
 	return ret;
 }

@@ -165,9 +165,9 @@ static int check_dir(int dir_fd, bool records, enum sfs_meta_state *state,
 	return 0;
 }
 
-static int open_metadir(int root_fd, int *dir_fd, char *err, size_t errlen)
+static int open_metadir(int at_fd, int *dir_fd, char *err, size_t errlen)
 {
-	int fd = sfs_meta_dir_open(root_fd, err, errlen);
+	int fd = sfs_meta_dir_open(at_fd, err, errlen);
 
 	if (fd < 0)
 		return fd;
@@ -175,13 +175,13 @@ static int open_metadir(int root_fd, int *dir_fd, char *err, size_t errlen)
 	return 0;
 }
 
-int sfs_meta_check(int root_fd, enum sfs_meta_state *state,
+int sfs_meta_check(int at_fd, enum sfs_meta_state *state,
 		   char *err, size_t errlen)
 {
 	struct sfs_header h;
 	int dir_fd, ret;
 
-	ret = open_metadir(root_fd, &dir_fd, err, errlen);
+	ret = open_metadir(at_fd, &dir_fd, err, errlen);
 	if (ret == -ENOENT) {
 		*state = SFS_META_ABSENT;
 		return 0;
@@ -192,7 +192,7 @@ int sfs_meta_check(int root_fd, enum sfs_meta_state *state,
 	close(dir_fd);
 	/* a half-done commit: the view would be neither before nor after */
 	if (ret == 0)
-		ret = sfs_jnl_pending(root_fd, err, errlen);
+		ret = sfs_jnl_pending(at_fd, err, errlen);
 	return ret;
 }
 
@@ -319,7 +319,7 @@ out:
 	return ret;
 }
 
-int sfs_meta_open(int root_fd, int whiteout_style, bool upgrade,
+int sfs_meta_open(int at_fd, int whiteout_style, bool upgrade,
 		  struct sfs_meta *m, char *err, size_t errlen)
 {
 	enum sfs_meta_state state;
@@ -331,23 +331,23 @@ int sfs_meta_open(int root_fd, int whiteout_style, bool upgrade,
 	pthread_mutex_init(&m->mu, NULL);
 	err[0] = 0;
 	/* every check first: a refused branch is left as it was */
-	ret = sfs_meta_check(root_fd, &state, err, errlen);
+	ret = sfs_meta_check(at_fd, &state, err, errlen);
 	if (ret)
 		goto fail;
 	if (state == SFS_META_OLD && !upgrade)
 		goto old;
 	if (state == SFS_META_ABSENT) {
-		if (sfs_do_mkdirat(root_fd, SFS_METADIR_NAME, 0700) < 0 && errno != EEXIST) {
+		if (sfs_do_mkdirat(at_fd, SFS_METADIR_NAME, 0700) < 0 && errno != EEXIST) {
 			ret = -errno;
 			snprintf(err, errlen, "cannot create %s: %s", SFS_METADIR_NAME,
 				 strerror(-ret));
 			goto fail;
 		}
-		ret = sfs_meta_fsync_dir(root_fd);
+		ret = sfs_meta_fsync_dir(at_fd);
 		if (ret)
 			goto fail_io;
 	}
-	ret = open_metadir(root_fd, &m->dir_fd, err, errlen);
+	ret = open_metadir(at_fd, &m->dir_fd, err, errlen);
 	if (ret)
 		goto fail;
 	ret = sfs_meta_take_lock(m, err, errlen);
@@ -426,11 +426,11 @@ void sfs_meta_close(struct sfs_meta *m)
 	pthread_mutex_init(&m->mu, NULL);
 }
 
-int sfs_meta_read_flags(int root_fd, uint32_t *flags)
+int sfs_meta_read_flags(int at_fd, uint32_t *flags)
 {
 	struct sfs_header h;
 	char err[256];
-	int dir_fd, ret = open_metadir(root_fd, &dir_fd, err, sizeof(err));
+	int dir_fd, ret = open_metadir(at_fd, &dir_fd, err, sizeof(err));
 
 	if (ret)
 		return ret;

@@ -1,9 +1,12 @@
-/* The metadata directory ".stackfs" at the root of each rw branch:
- * header (format version, flags, branch UUID), registry (stable
- * filesystem and branch ids), inomap (allocated inode numbers), lowers
- * (the branch list of the last mount), lock, work/ (staging) and index/
- * (hard links of copied-up inodes). Byte layouts: whiteout/ondisk.h and
- * NOTES.md "On-disk format".
+/* The metadata directory ".stackfs" of each rw branch: header (format
+ * version, flags, branch UUID), registry (stable filesystem and branch
+ * ids), inomap (allocated inode numbers), lowers (the branch list of the
+ * last mount), lock, work/ (staging) and index/ (hard links of copied-up
+ * inodes). Byte layouts: whiteout/ondisk.h and NOTES.md "On-disk format".
+ *
+ * It is in the directory that holds it, named by an fd called at_fd
+ * below: the branch root, or the workdir of an overlay-style mount
+ * (metaloc.c finds which; sfs_metaloc_at gives the fd).
  *
  * Every function returns 0 or -errno; those taking err/errlen leave a
  * one-line message there on failure (without the branch path: the
@@ -107,6 +110,42 @@ struct sfs_lower {
 	bool rw;
 };
 
+/* ---- metaloc.c: where a branch's metadata dir is ---------------------- */
+
+/* On a branch root whose metadata dir is in a workdir (an overlay-style
+ * mount's workdir=): the workdir's absolute path, no NUL. A trusted.*
+ * name: only root can write it, and the view never shows it. */
+#define SFS_WORKDIR_XATTR "trusted.stackfs.workdir"
+
+struct sfs_metaloc {
+	int wd_fd;                     /* O_PATH|O_DIRECTORY of the workdir
+					* holding .stackfs, or -1: the root */
+	char *workdir;                 /* its canonical path, or NULL */
+	char *recorded;                /* a workdir given: the other one the
+					* root recorded, or NULL */
+	bool fresh;                    /* the workdir holds no .stackfs yet */
+};
+
+/* Where the metadata dir of the branch root_fd is: in the workdir given
+ * (an overlay-style mount's workdir=; NULL: none given), else in the one
+ * the root records, else in the root. A workdir must be a directory on
+ * the branch's mount, apart from the branch; its .stackfs, if any, must
+ * be this branch's (the first branch of its registry); the branch must
+ * have no .stackfs of its own. 0, or -errno with a message (l closed).
+ * lenient: a record that leads nowhere is no record (0 always; a ro
+ * branch, where only a commit's marker is looked for). */
+int sfs_metaloc_open(int root_fd, const char *workdir, bool lenient, struct sfs_metaloc *l,
+		     char *err, size_t errlen);
+void sfs_metaloc_close(struct sfs_metaloc *l);
+/* The fd of the directory holding .stackfs (the at_fd of this header). */
+static inline int sfs_metaloc_at(const struct sfs_metaloc *l, int root_fd)
+{
+	return l->wd_fd >= 0 ? l->wd_fd : root_fd;
+}
+/* Writes the root's record of l's workdir unless it says so already
+ * (a mount with workdir=), then syncs the root: 0 or -errno. */
+int sfs_metaloc_record(const struct sfs_metaloc *l, int root_fd);
+
 /* ---- metatrust.c: who may own what in the metadata dir ---------------- */
 
 /* Why an entry of the metadata dir is not trusted. */
@@ -124,15 +163,16 @@ struct sfs_distrust {
 	mode_t mode;                   /* its type and mode */
 };
 
-/* Opens .stackfs beneath root_fd (O_PATH, never through a symlink or a
+/* Opens .stackfs beneath at_fd (O_PATH, never through a symlink or a
  * mount point) and checks that it and every entry directly in it belong
  * to the daemon's user alone (sfs_meta_trusted). The fd, or -errno with
  * a message (-ENOENT: none, no message; -EPERM: not trusted). */
-int sfs_meta_dir_open(int root_fd, char *err, size_t errlen);
-/* 0 when dir_fd (.stackfs of root_fd) and its entries are owned by the
- * daemon's euid, writable by no group or other, no symlink and on root's
- * filesystem; -EPERM with the first one that is not in *d; -errno. */
-int sfs_meta_trusted(int root_fd, int dir_fd, struct sfs_distrust *d);
+int sfs_meta_dir_open(int at_fd, char *err, size_t errlen);
+/* 0 when dir_fd (.stackfs of at_fd) and its entries are owned by the
+ * daemon's euid, writable by no group or other, no symlink and on the
+ * filesystem of at_fd (a workdir is on the branch's: metaloc.c);
+ * -EPERM with the first one that is not in *d; -errno. */
+int sfs_meta_trusted(int at_fd, int dir_fd, struct sfs_distrust *d);
 /* Judges one entry (its lstat) against those rules: 0 or -EPERM (*d's
  * why, uid and mode set; what is the caller's). */
 int sfs_meta_judge(const struct stat *st, dev_t dev, struct sfs_distrust *d);
@@ -150,19 +190,20 @@ void sfs_index_name(char buf[SFS_INDEX_NAME_MAX], uint32_t fs_id, uint64_t ino);
 /* Whether s has that form. */
 bool sfs_index_name_ok(const char *s);
 
-/* Rebuilds the untrusted .stackfs of root_fd as one of the daemon's
+/* Rebuilds the untrusted .stackfs of at_fd as one of the daemon's
  * user's (whiteout/metarebuild.c): records copied for the checks that
  * follow, index entries with an origin record linked, the old directory
  * kept beside under the name put in kept. 0 or -errno (-ESTALE: the
  * directory was swapped meanwhile). */
-int sfs_meta_rebuild(int root_fd, char *kept, size_t keptlen);
+int sfs_meta_rebuild(int at_fd, char *kept, size_t keptlen);
 
 /* 1 with a message when users other than the daemon's can write the
- * branch root root_fd (what that lets them do), 0 when none can. */
-int sfs_root_writers(int root_fd, char *msg, size_t len);
+ * directory fd (what that lets them do), 0 when none can: the branch
+ * root, or (workdir) the workdir holding its .stackfs. */
+int sfs_root_writers(int fd, bool workdir, char *msg, size_t len);
 
-/* Reads and checks the metadata dir beneath a branch root fd (O_PATH is
- * enough), changing nothing. 0 with *state, or -errno with a message:
+/* Reads and checks the metadata dir beneath at_fd (O_PATH is enough),
+ * changing nothing. 0 with *state, or -errno with a message:
  *  -EPROTONOSUPPORT "format version N is newer than this stackfs (1)"
  *  -EUCLEAN "header is corrupt (checksum mismatch)", "header truncated
  *           (N bytes)", "bad magic", "header missing", "registry record
@@ -171,7 +212,7 @@ int sfs_root_writers(int root_fd, char *msg, size_t len);
  *  -ENOTDIR .stackfs is not a directory
  * A torn last record of the registry or inomap (an interrupted append)
  * is not an error: sfs_meta_open drops it. */
-int sfs_meta_check(int root_fd, enum sfs_meta_state *state,
+int sfs_meta_check(int at_fd, enum sfs_meta_state *state,
 		   char *err, size_t errlen);
 
 /* Opens the metadata dir for a mount: creates it when absent, upgrades
@@ -183,14 +224,14 @@ int sfs_meta_check(int root_fd, enum sfs_meta_state *state,
  * rewritten if it differs); < 0 keeps what the header says (aufs for a
  * new one). Nothing is changed on disk before every check passed.
  * On failure *m is closed (all fds -1). */
-int sfs_meta_open(int root_fd, int whiteout_style, bool upgrade,
+int sfs_meta_open(int at_fd, int whiteout_style, bool upgrade,
 		  struct sfs_meta *m, char *err, size_t errlen);
 void sfs_meta_close(struct sfs_meta *m);
 
-/* The header flags of the metadata dir beneath root_fd, read without
+/* The header flags of the metadata dir beneath at_fd, read without
  * changing anything: 0, -ENOENT without a header, or -errno (a header
  * sfs_meta_check would refuse is -EUCLEAN). */
-int sfs_meta_read_flags(int root_fd, uint32_t *flags);
+int sfs_meta_read_flags(int at_fd, uint32_t *flags);
 /* Rewrites the header of an open metadata dir with these flags (only
  * SFS_HDR_KNOWN_FLAGS), crash-safely; m->flags follows. */
 int sfs_meta_set_flags(struct sfs_meta *m, uint32_t flags);
@@ -226,9 +267,9 @@ int sfs_meta_read_lowers(int dir_fd, struct sfs_lower **v, size_t *n,
 void sfs_lowers_free(struct sfs_lower *v, size_t n);
 
 /* Takes flock(LOCK_EX|LOCK_NB) (or LOCK_SH when !excl) on .stackfs/lock
- * beneath root_fd without creating anything: an fd to close to release
+ * beneath at_fd without creating anything: an fd to close to release
  * it, -EBUSY when a mount holds it, -ENOENT when there is no lock file. */
-int sfs_meta_lock(int root_fd, bool excl);
+int sfs_meta_lock(int at_fd, bool excl);
 
 /* The UUID of the filesystem holding fd (any fd, O_PATH too): the
  * FS_IOC_GETFSUUID ioctl, or, only when the filesystem does not support

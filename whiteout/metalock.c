@@ -10,10 +10,10 @@
 
 #include "whiteout/ondisk.h"
 
-int sfs_meta_lock(int root_fd, bool excl)
+int sfs_meta_lock(int at_fd, bool excl)
 {
 	char err[512];
-	int dir_fd = sfs_meta_dir_open(root_fd, err, sizeof(err));
+	int dir_fd = sfs_meta_dir_open(at_fd, err, sizeof(err));
 	int fd;
 
 	if (dir_fd < 0)

@@ -100,7 +100,7 @@ static int copy_index(int old_fd, int new_fd)
 /* Makes the new directory beside .stackfs under a fresh name, and an
  * O_PATH fd of it checked to be the one made (the branch root may be
  * another user's, who could put their own under the name meanwhile). */
-static int make_new(int root_fd, char name[64])
+static int make_new(int at_fd, char name[64])
 {
 	struct sfs_distrust d;
 	struct stat root, st;
@@ -108,12 +108,12 @@ static int make_new(int root_fd, char name[64])
 
 	snprintf(name, 64, "%s.rebuild.%d.%ld", SFS_METADIR_NAME, (int)getpid(),
 		 (long)time(NULL));
-	if (sfs_do_mkdirat(root_fd, name, 0700) < 0)
+	if (sfs_do_mkdirat(at_fd, name, 0700) < 0)
 		return -errno;
-	fd = sfs_meta_openat(root_fd, name, O_PATH | O_DIRECTORY, 0);
+	fd = sfs_meta_openat(at_fd, name, O_PATH | O_DIRECTORY, 0);
 	if (fd < 0)
 		return fd;
-	if (fstat(root_fd, &root) < 0 || fstat(fd, &st) < 0 ||
+	if (fstat(at_fd, &root) < 0 || fstat(fd, &st) < 0 ||
 	    sfs_meta_judge(&st, root.st_dev, &d) < 0 || st.st_nlink != 2) {
 		close(fd);
 		return -ESTALE;
@@ -140,7 +140,7 @@ static int fill_new(int old_fd, int new_fd)
 /* Takes a half-made new directory away: its content through its fd,
  * then the name, which rmdir removes only if empty (never another
  * user's content that was put under the name meanwhile). */
-static void unmake_new(int root_fd, int new_fd, const char *tmp)
+static void unmake_new(int at_fd, int new_fd, const char *tmp)
 {
 	static const char *const files[] = {
 		SFS_META_HEADER, SFS_META_REGISTRY, SFS_META_INOMAP,
@@ -150,23 +150,23 @@ static void unmake_new(int root_fd, int new_fd, const char *tmp)
 	sfs_meta_remove_tree(new_fd, SFS_META_WORK);
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
 		sfs_do_unlinkat(new_fd, files[i], 0);
-	sfs_do_unlinkat(root_fd, tmp, AT_REMOVEDIR);
+	sfs_do_unlinkat(at_fd, tmp, AT_REMOVEDIR);
 }
 
 /* Swaps the new directory in and moves the old one (now at tmp) to a
  * name of its own; checks that .stackfs is the new one afterwards. */
-static int swap_in(int root_fd, int new_fd, const char *tmp, char *kept, size_t keptlen)
+static int swap_in(int at_fd, int new_fd, const char *tmp, char *kept, size_t keptlen)
 {
 	struct stat a, b;
 	int fd, ret;
 
-	if (sfs_do_renameat2(root_fd, tmp, root_fd, SFS_METADIR_NAME, RENAME_EXCHANGE) < 0)
+	if (sfs_do_renameat2(at_fd, tmp, at_fd, SFS_METADIR_NAME, RENAME_EXCHANGE) < 0)
 		return -errno;
 	snprintf(kept, keptlen, "%s.untrusted.%ld", SFS_METADIR_NAME, (long)time(NULL));
-	if (sfs_do_renameat2(root_fd, tmp, root_fd, kept, RENAME_NOREPLACE) < 0)
+	if (sfs_do_renameat2(at_fd, tmp, at_fd, kept, RENAME_NOREPLACE) < 0)
 		snprintf(kept, keptlen, "%s", tmp); /* it stays where it is */
-	ret = sfs_meta_fsync_dir(root_fd);
-	fd = sfs_meta_openat(root_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY, 0);
+	ret = sfs_meta_fsync_dir(at_fd);
+	fd = sfs_meta_openat(at_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY, 0);
 	if (ret == 0 && fd < 0)
 		ret = fd;
 	if (ret == 0 && (fstat(fd, &a) < 0 || fstat(new_fd, &b) < 0 ||
@@ -177,21 +177,21 @@ static int swap_in(int root_fd, int new_fd, const char *tmp, char *kept, size_t 
 	return ret;
 }
 
-int sfs_meta_rebuild(int root_fd, char *kept, size_t keptlen)
+int sfs_meta_rebuild(int at_fd, char *kept, size_t keptlen)
 {
-	int old_fd = sfs_meta_openat(root_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY, 0);
+	int old_fd = sfs_meta_openat(at_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY, 0);
 	char tmp[64];
 	int new_fd = -1, ret;
 
 	kept[0] = '\0';
 	if (old_fd < 0)
 		return old_fd;
-	new_fd = make_new(root_fd, tmp);
+	new_fd = make_new(at_fd, tmp);
 	ret = new_fd < 0 ? new_fd : fill_new(old_fd, new_fd);
 	if (ret == 0)
-		ret = swap_in(root_fd, new_fd, tmp, kept, keptlen);
+		ret = swap_in(at_fd, new_fd, tmp, kept, keptlen);
 	else if (new_fd >= 0)
-		unmake_new(root_fd, new_fd, tmp);
+		unmake_new(at_fd, new_fd, tmp);
 	if (new_fd >= 0)
 		close(new_fd);
 	close(old_fd);

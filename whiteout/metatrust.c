@@ -109,12 +109,12 @@ static int judge_entries(int dir_fd, dev_t dev, struct sfs_distrust *d)
 	return ret;
 }
 
-int sfs_meta_trusted(int root_fd, int dir_fd, struct sfs_distrust *d)
+int sfs_meta_trusted(int at_fd, int dir_fd, struct sfs_distrust *d)
 {
 	struct stat root, st;
 
 	memset(d, 0, sizeof(*d));
-	if (sfs_do_fstat(root_fd, &root) < 0 ||
+	if (sfs_do_fstat(at_fd, &root) < 0 ||
 	    sfs_do_fstat(dir_fd, &st) < 0)
 		return -errno;
 	snprintf(d->what, sizeof(d->what), "%s", SFS_METADIR_NAME);
@@ -123,10 +123,10 @@ int sfs_meta_trusted(int root_fd, int dir_fd, struct sfs_distrust *d)
 	return judge_entries(dir_fd, root.st_dev, d);
 }
 
-int sfs_meta_dir_open(int root_fd, char *err, size_t errlen)
+int sfs_meta_dir_open(int at_fd, char *err, size_t errlen)
 {
 	struct sfs_distrust d;
-	int fd = sfs_meta_openat(root_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY, 0), ret;
+	int fd = sfs_meta_openat(at_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY, 0), ret;
 
 	if (fd < 0) {
 		if (fd == -ELOOP)
@@ -139,7 +139,7 @@ int sfs_meta_dir_open(int root_fd, char *err, size_t errlen)
 			snprintf(err, errlen, "%s: %s", SFS_METADIR_NAME, strerror(-fd));
 		return fd;
 	}
-	ret = sfs_meta_trusted(root_fd, fd, &d);
+	ret = sfs_meta_trusted(at_fd, fd, &d);
 	if (ret == 0)
 		return fd;
 	close(fd);
@@ -178,20 +178,25 @@ static void writers_str(const struct stat *st, char *buf, size_t len)
 	}
 }
 
-int sfs_root_writers(int root_fd, char *msg, size_t len)
+int sfs_root_writers(int fd, bool workdir, char *msg, size_t len)
 {
 	char who[400];
 	struct stat st;
 
-	if (sfs_do_fstat(root_fd, &st) < 0)
+	if (sfs_do_fstat(fd, &st) < 0)
 		return -errno;
 	if (st.st_uid == geteuid() && !(st.st_mode & (S_IWGRP | S_IWOTH)))
 		return 0;
 	writers_str(&st, who, sizeof(who));
-	snprintf(msg, len, "the branch root is writable by %s: they can change what the "
-		 "view shows of this branch at any time, behind the union's back%s",
-		 who, st.st_uid != geteuid() || !(st.st_mode & S_ISVTX) ?
-		 ", and rename its .stackfs away (a mount then refuses the one they "
-		 "put in its place)" : "");
+	if (workdir)
+		snprintf(msg, len, "the workdir holding its metadata is writable by %s: they "
+			 "can rename its .stackfs away (a mount then refuses the one they put "
+			 "in its place)", who);
+	else
+		snprintf(msg, len, "the branch root is writable by %s: they can change what "
+			 "the view shows of this branch at any time, behind the union's back%s",
+			 who, st.st_uid != geteuid() || !(st.st_mode & S_ISVTX) ?
+			 ", and rename its .stackfs away (a mount then refuses the one they "
+			 "put in its place)" : "");
 	return 1;
 }

@@ -250,7 +250,7 @@ _stackfs()
 	-o)
 		[[ $cmd == mount ]] && { _stackfs_mount_opts; return 0; }
 		;;
-	--lower | --into)
+	--lower | --into | --workdir)
 		_stackfs_complete_dirs
 		return 0
 		;;
@@ -288,7 +288,7 @@ _stackfs()
 	local nargs=0
 	for ((i = subi + 1; i < cword; i++)); do
 		case ${words[i]} in
-		-o | --lower | --into | --mode | --position | --format) i=$((i + 1)) ;;
+		-o | --lower | --into | --workdir | --mode | --position | --format) i=$((i + 1)) ;;
 		--) ;;
 		-*) ;;
 		*) nargs=$((nargs + 1)) ;;
