@@ -35,7 +35,9 @@ setup() {
 	# rows of command lines, option parsing and the control protocol do
 	# not depend on the branches' filesystem
 	case $BATS_TEST_DESCRIPTION in
-	"opt "* | "cli "* | "ctl "* | "fuzz "* | "fsck 0"[1-6]*) sfs_once_per_suite ;;
+	"opt "* | "cli "* | "ctl "* | "fsck 0"[1-6]*) sfs_once_per_suite ;;
+	"fuzz "*) sfs_once_per_suite last ;; # the long ones: on the other run
+
 	esac
 	sfs_setup_branches
 	echo up >"$UP/u"

@@ -238,7 +238,7 @@ print(v["branches"][-1]["path"].encode("utf-8", "surrogateescape") == os.fsencod
 }
 
 @test "status --json and branch list --json give every branch, past 256" {
-	sfs_once_per_suite
+	sfs_once_per_suite last
 	local i
 	for ((i = 0; i < 300; i++)); do
 		mkdir "$T/b$i"

@@ -48,11 +48,30 @@ sfs_require_tool() {
 
 # For a test that does not touch a branch's filesystem (command lines,
 # option parsing, the control protocol, the docs): run once per suite, on
-# its first filesystem (tests/run sets SFS_SUITE_FIRST_FS), skipped with
-# the reason on the others. Run by hand (no SFS_SUITE_FIRST_FS) it runs.
+# its first filesystem (tests/run sets SFS_SUITE_FIRST_FS and
+# SFS_SUITE_FS_LIST), skipped with the reason on the others; with "last",
+# on its last one instead, so that the long ones of these share out
+# between the filesystems' runs, which go on side by side. Run by hand
+# (no SFS_SUITE_FIRST_FS) it runs.
 sfs_once_per_suite() {
-	[[ -z ${SFS_SUITE_FIRST_FS:-} || ${SFS_FS:-} == "$SFS_SUITE_FIRST_FS" ]] ||
-		skip "does not depend on the branches' filesystem: run on $SFS_SUITE_FIRST_FS"
+	local on=${SFS_SUITE_FIRST_FS:-}
+	[[ ${1:-} == last && -n ${SFS_SUITE_FS_LIST:-} ]] && on=${SFS_SUITE_FS_LIST##* }
+	[[ -z $on || ${SFS_FS:-} == "$on" ]] ||
+		skip "does not depend on the branches' filesystem: run on $on"
+}
+
+# sfs_suite_share: "INDEX COUNT", this run's place among the suite's
+# filesystems (tests/run) and their number; "0 1" when run alone. A test
+# whose samples (crash points, fuzz seeds) need not all run on every
+# filesystem takes its share by it: together the runs cover them all.
+sfs_suite_share() {
+	local fs i=0 n=0 me=0
+	for fs in ${SFS_SUITE_FS_LIST:-}; do
+		[[ $fs == "${SFS_FS:-}" ]] && me=$i
+		i=$((i + 1)) n=$((n + 1))
+	done
+	((n > 0)) || { echo "0 1"; return; }
+	echo "$me $n"
 }
 
 # Skips the test when a program is missing; names it.
