@@ -46,21 +46,22 @@ extern const struct sfs_cmd sfs_cmd_status;
 extern const struct sfs_cmd sfs_cmd_diff;
 extern const struct sfs_cmd sfs_cmd_commit;
 
-/* cmd_diff.c, used by cmd_commit.c too: the branches of a live mount,
- * highest first, as daemon pid's command line gives them (BRANCHES or
- * -o upperdir=,lowerdir=). 0 or -errno with a message in err. */
+/* mount_branches.c, for diff, commit, fsck and branch: the branches of
+ * a live mount, highest first, as daemon pid's command line gives them
+ * (BRANCHES or -o upperdir=,lowerdir=). 0 or -errno with a message in
+ * err. */
 struct mbranch {
 	char *path;
 	bool rw;
 	char *workdir;            /* holding its metadata dir, or NULL */
 };
-int sfs_diff_daemon_branches(pid_t pid, struct mbranch **out, size_t *n,
+int sfs_mbranches_of_daemon(pid_t pid, struct mbranch **out, size_t *n,
 			     char *err, size_t errlen);
-void sfs_diff_mbranches_free(struct mbranch *v, size_t n);
+void sfs_mbranches_free(struct mbranch *v, size_t n);
 /* The branches of the live stackfs mount on mp, highest first: the
  * daemon's own list (control channel), else its command line. 0 or
  * -errno with a message in err. */
-int sfs_diff_mount_branches(const char *mp, unsigned ma, unsigned mi,
+int sfs_mbranches_of_mount(const char *mp, unsigned ma, unsigned mi,
 			    struct mbranch **v, size_t *n, char *err, size_t errlen);
 
 /* cmd_diff.c: the changes of the union u (sfs_changes_list's result),

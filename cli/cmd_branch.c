@@ -279,7 +279,7 @@ static int unmerged_check(const char *mp, const struct sfs_branch_row *r)
 	describe(r, who, sizeof(who));
 	ret = sfs_runtime_find_mount(mp, &ma, &mi, NULL, 0);
 	if (ret == 0)
-		ret = sfs_diff_mount_branches(mp, ma, mi, &mb, &nmb, err, sizeof(err));
+		ret = sfs_mbranches_of_mount(mp, ma, mi, &mb, &nmb, err, sizeof(err));
 	else
 		snprintf(err, sizeof(err), "%s: %s", mp, strerror(-ret));
 	if (ret == 0 && pos >= nmb) {
@@ -311,7 +311,7 @@ static int unmerged_check(const char *mp, const struct sfs_branch_row *r)
 		ret = -EBUSY;
 	sfs_changes_free(&ch);
 	free(paths);
-	sfs_diff_mbranches_free(mb, nmb);
+	sfs_mbranches_free(mb, nmb);
 	return ret < 0 ? SFS_EXIT_FAIL : SFS_EXIT_OK;
 }
 

@@ -230,7 +230,7 @@ static int view_refusal(int root_fd, const char *path, char *msg, size_t len)
 	w = snprintf(p, left, "a stackfs view (the mount on %s), not a branch: ", mp);
 	p += w, left -= (size_t)w < left ? (size_t)w : left;
 	if (sfs_runtime_find_mount(mp, &ma, &mi, NULL, 0) < 0 ||
-	    sfs_diff_mount_branches(mp, ma, mi, &v, &n, err, sizeof(err)) < 0) {
+	    sfs_mbranches_of_mount(mp, ma, mi, &v, &n, err, sizeof(err)) < 0) {
 		snprintf(p, left, "run fsck on its rw branches (stackfs branch list %s)", mp);
 		return 1;
 	}
@@ -243,7 +243,7 @@ static int view_refusal(int root_fd, const char *path, char *msg, size_t len)
 	}
 	if ((size_t)w < left && p[w - 1] == ';')
 		p[w - 1] = '\0';
-	sfs_diff_mbranches_free(v, n);
+	sfs_mbranches_free(v, n);
 	return 1;
 }
 

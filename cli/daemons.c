@@ -115,11 +115,11 @@ static bool lists_dir(pid_t pid, const struct stat *dir)
 	bool found = false;
 	size_t n = 0;
 
-	if (sfs_diff_daemon_branches(pid, &v, &n, err, sizeof(err)) < 0)
+	if (sfs_mbranches_of_daemon(pid, &v, &n, err, sizeof(err)) < 0)
 		return false;
 	for (size_t i = 0; i < n && !found; i++)
 		found = same_dir(v[i].path, dir);
-	sfs_diff_mbranches_free(v, n);
+	sfs_mbranches_free(v, n);
 	return found;
 }
 
