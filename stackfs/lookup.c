@@ -54,27 +54,37 @@ static int met(void *arg, const struct sfs_ulayer *dl, int fd, const struct stat
 	return 0;
 }
 
-/* The rules' view of dst's snapshot and dst's layers. */
-static unsigned view_of(const struct sfs_stack *dst, struct sfs_uview *v,
-			struct sfs_ulayer dir[SFS_U_MAX_LAYERS])
-{
-	unsigned n = dst->n < SFS_U_MAX_LAYERS ? dst->n : SFS_U_MAX_LAYERS;
+/* Layers of a directory in most unions: more take an allocation. */
+#define DIR_LAYERS_ON_STACK 16
 
+/* The rules' view of dst's snapshot and dst's layers, into *dir: buf
+ * (DIR_LAYERS_ON_STACK of them) or an allocation the caller frees when
+ * it is not buf. 0 or -ENOMEM. */
+static int view_of(const struct sfs_stack *dst, struct sfs_uview *v,
+		   struct sfs_ulayer *buf, struct sfs_ulayer **dir)
+{
 	*v = (struct sfs_uview){ dst->snap->n, 0, dst->snap->data_from, roots_below, met,
 				 dst->snap };
-	for (unsigned i = 0; i < n; i++)
-		dir[i] = (struct sfs_ulayer){ dst->l[i].fd, dst->l[i].bidx, NULL };
-	return n;
+	*dir = buf;
+	if (dst->n > DIR_LAYERS_ON_STACK && !(*dir = malloc(dst->n * sizeof(**dir))))
+		return -ENOMEM;
+	for (unsigned i = 0; i < dst->n; i++)
+		(*dir)[i] = (struct sfs_ulayer){ dst->l[i].fd, dst->l[i].bidx, NULL };
+	return 0;
 }
 
 /* The rules' resolution of name in the layers of dst. */
 static int rules(const struct sfs_stack *dst, const char *name, struct sfs_uentry *e)
 {
-	struct sfs_ulayer dir[SFS_U_MAX_LAYERS];
+	struct sfs_ulayer buf[DIR_LAYERS_ON_STACK], *dir;
 	struct sfs_uview v;
-	unsigned n = view_of(dst, &v, dir);
+	int ret = view_of(dst, &v, buf, &dir);
 
-	return sfs_u_resolve(&v, dir, n, NULL, name, e);
+	if (ret == 0)
+		ret = sfs_u_resolve(&v, dir, dst->n, NULL, name, e);
+	if (dir != buf)
+		free(dir);
+	return ret;
 }
 
 /* A copy with several links that is in the index: its count of names
@@ -245,14 +255,18 @@ int sfs_lookup_entry(struct sfs_node *parent, const char *name,
 int sfs_resolve_below(const struct sfs_stack *dst, const struct sfs_branch *b,
 		      const char *name)
 {
-	struct sfs_ulayer dir[SFS_U_MAX_LAYERS];
+	struct sfs_ulayer buf[DIR_LAYERS_ON_STACK], *dir;
 	int pos = sfs_snap_pos(dst->snap, b);
 	struct sfs_uview v;
-	unsigned n = view_of(dst, &v, dir);
+	int ret = view_of(dst, &v, buf, &dir);
 
-	if (pos < 0)
-		return -ESTALE; /* b is not a branch of dst's snapshot */
-	return sfs_u_shown_below(&v, dir, n, (unsigned)pos, name);
+	if (ret == 0 && pos < 0)
+		ret = -ESTALE; /* b is not a branch of dst's snapshot */
+	if (ret == 0)
+		ret = sfs_u_shown_below(&v, dir, dst->n, (unsigned)pos, name);
+	if (dir != buf)
+		free(dir);
+	return ret;
 }
 
 void sfs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)

@@ -44,6 +44,9 @@ void sfs_uentry_drop(struct sfs_uentry *e)
 		free(e->l[i].path);
 	}
 	e->n = 0;
+	free(e->l);
+	e->l = NULL;
+	e->cap = 0;
 	free(e->redirect);
 	free(e->lower_path);
 	e->redirect = e->lower_path = NULL;
@@ -56,16 +59,36 @@ void sfs_uentry_drop(struct sfs_uentry *e)
 	}
 }
 
+/* Room in e->l for want layers. 0 or -ENOMEM. */
+static int reserve(struct sfs_uentry *e, unsigned want)
+{
+	unsigned cap = e->cap ? e->cap : 4;
+	struct sfs_ulayer *l;
+
+	if (want <= e->cap)
+		return 0;
+	while (cap < want)
+		cap *= 2;
+	if (!(l = realloc(e->l, cap * sizeof(*l))))
+		return -ENOMEM;
+	e->l = l;
+	e->cap = cap;
+	return 0;
+}
+
 /* Takes fd as the next layer, found in branch b at dir_path/name (name
  * NULL: at dir_path itself). */
 static int add(struct sfs_uentry *e, unsigned b, int fd, const char *dir_path,
 	       const char *name)
 {
 	char *path = NULL;
+	int ret = reserve(e, e->n + 1);
 
-	if (dir_path && !(path = name ? join(dir_path, name) : strdup(dir_path))) {
+	if (ret == 0 && dir_path && !(path = name ? join(dir_path, name) : strdup(dir_path)))
+		ret = -ENOMEM;
+	if (ret < 0) {
 		close(fd);
-		return -ENOMEM;
+		return ret;
 	}
 	e->l[e->n++] = (struct sfs_ulayer){ fd, b, path };
 	return 0;
@@ -118,12 +141,11 @@ static int metacopy_marks(struct res *r, int fd)
 }
 
 /* An entry that does not count: an overlay whiteout (a 0:0 device, or
- * an xattr whiteout in a directory dirfd marked for them), a
- * non-directory under a directory, or past the layer limit. */
+ * an xattr whiteout in a directory dirfd marked for them), or a
+ * non-directory under a directory. */
 static bool stops(const struct sfs_uentry *e, int dirfd, int fd, const struct stat *st)
 {
 	return sfs_wh_is_dev_whiteout(fd, "", st) || (e->n > 0 && !S_ISDIR(st->st_mode)) ||
-	       e->n == SFS_U_MAX_LAYERS ||
 	       (S_ISREG(st->st_mode) && st->st_size == 0 && sfs_wh_dir_has_xwhiteouts(dirfd) &&
 		sfs_wh_is_xwhiteout(fd, "", st));
 }
@@ -208,7 +230,9 @@ static int walk_abs(const struct sfs_uview *v, unsigned b, unsigned lo, unsigned
 	int k, ret = next && copy ? 0 : -ENOMEM;
 
 	memset(out, 0, sizeof(*out));
-	if (ret == 0 && (k = v->roots_below(v->arg, b, out->l, SFS_U_MAX_LAYERS)) < 0)
+	if (ret == 0)
+		ret = reserve(out, v->n);
+	if (ret == 0 && (k = v->roots_below(v->arg, b, out->l, v->n)) < 0)
 		ret = k;
 	if (ret == 0) {
 		out->n = keep_roots(out->l, (unsigned)k, lo, hi);
@@ -243,7 +267,7 @@ static int follow_abs(struct res *r, unsigned b, const char *path)
 
 	if (ret == 0 && (!cur->n || !S_ISDIR(cur->top.st_mode)))
 		ret = -ENOENT;
-	for (unsigned i = 0; ret == 0 && i < cur->n && r->e->n < SFS_U_MAX_LAYERS; i++) {
+	for (unsigned i = 0; ret == 0 && i < cur->n; i++) {
 		int fd = fcntl(cur->l[i].fd, F_DUPFD_CLOEXEC, 0);
 
 		ret = fd < 0 ? -errno : add(r->e, cur->l[i].b, fd, cur->l[i].path, NULL);

@@ -25,8 +25,6 @@
 #include <stdbool.h>
 #include <sys/stat.h>
 
-#define SFS_U_MAX_LAYERS 64
-
 /* One layer of a directory: an O_PATH fd of it in branch b (0 the
  * highest); path: where it is in its branch ("" for the root, "/a/b"),
  * or NULL when the caller keeps no paths. */
@@ -62,7 +60,11 @@ struct sfs_uview {
 /* What a name resolves to. */
 struct sfs_uentry {
 	unsigned n;
-	struct sfs_ulayer l[SFS_U_MAX_LAYERS]; /* highest first; owned */
+	/* highest first; owned. As many as the branches where the name is a
+	 * directory: no limit (a fixed 64 hid the entries of the layers
+	 * past it from merged listings). */
+	struct sfs_ulayer *l;
+	unsigned cap;                  /* of l */
 	struct stat top;               /* the first layer's */
 	bool opaque;                   /* the top directory hides the branches below */
 	bool has_origin;               /* the top directory carries an origin record */
@@ -83,7 +85,9 @@ int sfs_u_resolve(const struct sfs_uview *v, const struct sfs_ulayer *dir, unsig
  * leave a whiteout): 1, 0, or -errno. */
 int sfs_u_shown_below(const struct sfs_uview *v, const struct sfs_ulayer *dir,
 		      unsigned ndir, unsigned b, const char *name);
-/* Closes and frees what *e holds; e->n becomes 0. */
+/* Closes and frees what *e holds; e->n becomes 0 (e is zeroed: a
+ * struct sfs_uentry is zeroed before its first use, and is moved by
+ * assignment, which takes over l). */
 void sfs_uentry_drop(struct sfs_uentry *e);
 
 /* Names the union never shows: whiteout and marker names of both
