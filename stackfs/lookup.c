@@ -60,11 +60,11 @@ static int met(void *arg, const struct sfs_ulayer *dl, int fd, const struct stat
 /* The rules' view of dst's snapshot and dst's layers, into *dir: buf
  * (DIR_LAYERS_ON_STACK of them) or an allocation the caller frees when
  * it is not buf. 0 or -ENOMEM. */
-static int view_of(const struct sfs_stack *dst, struct sfs_uview *v,
-		   struct sfs_ulayer *buf, struct sfs_ulayer **dir)
+static int view_of(const struct sfs_stack *dst, const struct sfs_unames *names,
+		   struct sfs_uview *v, struct sfs_ulayer *buf, struct sfs_ulayer **dir)
 {
 	*v = (struct sfs_uview){ dst->snap->n, 0, dst->snap->data_from, roots_below, met,
-				 dst->snap };
+				 dst->snap, names };
 	*dir = buf;
 	if (dst->n > DIR_LAYERS_ON_STACK && !(*dir = malloc(dst->n * sizeof(**dir))))
 		return -ENOMEM;
@@ -74,11 +74,12 @@ static int view_of(const struct sfs_stack *dst, struct sfs_uview *v,
 }
 
 /* The rules' resolution of name in the layers of dst. */
-static int rules(const struct sfs_stack *dst, const char *name, struct sfs_uentry *e)
+static int rules(const struct sfs_stack *dst, const struct sfs_unames *names,
+		 const char *name, struct sfs_uentry *e)
 {
 	struct sfs_ulayer buf[DIR_LAYERS_ON_STACK], *dir;
 	struct sfs_uview v;
-	int ret = view_of(dst, &v, buf, &dir);
+	int ret = view_of(dst, names, &v, buf, &dir);
 
 	if (ret == 0)
 		ret = sfs_u_resolve(&v, dir, dst->n, NULL, name, e);
@@ -178,9 +179,16 @@ static int resolve_index(struct resolve *r, const struct sfs_stack *dst)
 int sfs_resolve(const struct sfs_stack *dst, const char *name,
 		struct sfs_stack **out, struct stat *top, struct stat *idst)
 {
+	return sfs_resolve_in(dst, NULL, name, out, top, idst);
+}
+
+int sfs_resolve_in(const struct sfs_stack *dst, const struct sfs_unames *names,
+		   const char *name, struct sfs_stack **out, struct stat *top,
+		   struct stat *idst)
+{
 	struct resolve r = { .nlink = 0 };
 	struct sfs_stack *st;
-	int ret = rules(dst, name, &r.e);
+	int ret = rules(dst, names, name, &r.e);
 
 	r.id = r.e.top;
 	if (ret == 0 && r.e.n)
@@ -236,8 +244,12 @@ int sfs_lookup_entry(struct sfs_node *parent, const char *name,
 	if (sfs_name_reserved(parent, name))
 		return -ENOENT;
 	ret = sfs_node_stack_open(parent, &dst);
-	if (ret == 0)
-		ret = sfs_resolve(dst, name, &st, &top, &id);
+	if (ret == 0) {
+		struct sfs_dirnames *names = sfs_dirnames_get(parent, dst);
+
+		ret = sfs_resolve_in(dst, sfs_dirnames_ix(names), name, &st, &top, &id);
+		sfs_dirnames_put(names);
+	}
 	sfs_stack_put(dst);
 	if (ret < 0)
 		return ret;
@@ -258,7 +270,7 @@ int sfs_resolve_below(const struct sfs_stack *dst, const struct sfs_branch *b,
 	struct sfs_ulayer buf[DIR_LAYERS_ON_STACK], *dir;
 	int pos = sfs_snap_pos(dst->snap, b);
 	struct sfs_uview v;
-	int ret = view_of(dst, &v, buf, &dir);
+	int ret = view_of(dst, NULL, &v, buf, &dir);
 
 	if (ret == 0 && pos < 0)
 		ret = -ESTALE; /* b is not a branch of dst's snapshot */

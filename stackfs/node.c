@@ -45,6 +45,7 @@ static void stack_free(struct sfs_stack *st)
 			close(st->l[i].fd);
 	if (st->snap)
 		sfs_snap_put(st->snap);
+	sfs_dirnames_put(st->names);
 	free(st);
 }
 

@@ -90,6 +90,9 @@ struct sfs_stack {
 	bool metacopy;            /* l[0] is a kernel overlayfs metacopy file:
 				   * its data is l[1], or nowhere when n is 1
 				   * (metacopy.c) */
+	/* under the lock of the node holding it (dirnames.c): */
+	bool names_reading;       /* a thread is reading its name index */
+	struct sfs_dirnames *names; /* its name index, or NULL */
 	struct sfs_layer l[];
 };
 
@@ -226,6 +229,16 @@ int sfs_open_handle(int mount_fd, int type, const void *handle, unsigned bytes);
 int sfs_layer_path(const struct sfs_snap *s, const struct sfs_layer *l,
 		   char *buf, size_t len);
 
+/* ---- dirnames.c: name indexes of directories in many branches ------- */
+/* The name index for lookups in directory node n whose stack is st
+ * (union/names.h): referenced, or NULL when there is none to use (every
+ * layer is then looked at). Made when st has enough read-only layers,
+ * kept a second, never with timeout=0. */
+struct sfs_dirnames;
+struct sfs_dirnames *sfs_dirnames_get(struct sfs_node *n, struct sfs_stack *st);
+const struct sfs_unames *sfs_dirnames_ix(const struct sfs_dirnames *d);
+void sfs_dirnames_put(struct sfs_dirnames *d);
+
 /* ---- lookup.c: resolution across branches ---------------------------- */
 /* Resolves name in the directory stack dst: the highest branch holding
  * the name wins; directories below it merge until an opaque one; a
@@ -235,6 +248,12 @@ int sfs_layer_path(const struct sfs_snap *s, const struct sfs_layer *l,
  * -ENOENT. */
 int sfs_resolve(const struct sfs_stack *dst, const char *name,
 		struct sfs_stack **out, struct stat *top, struct stat *idst);
+/* The same, looking only at the layers that names (dst's name index,
+ * dirnames.c; NULL: none) says may hold name. */
+struct sfs_unames;
+int sfs_resolve_in(const struct sfs_stack *dst, const struct sfs_unames *names,
+		   const char *name, struct sfs_stack **out, struct stat *top,
+		   struct stat *idst);
 /* 1 when name is visible in the branches of dst below branch b (a
  * removal in b must leave a whiteout), 0 when not, or -errno (-ESTALE:
  * b is not in dst's snapshot). */

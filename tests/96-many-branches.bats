@@ -58,3 +58,73 @@ many_lowers() {
 	assert_line "D /d/f3"
 	assert_line "A /d/g98"
 }
+
+# idx_layers: 12 ro branches whose directory d holds: names of one layer
+# each, a name in several (the highest wins), whiteouts of both styles
+# hiding lower names, an opaque directory, a directory renamed with a
+# bare-name redirect in a higher layer; prints the spec.
+idx_layers() {
+	local i spec=$UP
+	for ((i = 0; i < 12; i++)); do
+		mkdir -p "$T/l$i/d/sub$i" "$T/l$i/d/o"
+		echo "$i" >"$T/l$i/d/own$i"
+		echo "$i" >"$T/l$i/d/shared"
+		echo "$i" >"$T/l$i/d/o/in$i"
+		echo "$i" >"$T/l$i/d/sub$i/x"
+		spec+=":$T/l$i"
+	done
+	: >"$T/l3/d/.wh.own7"                       # aufs whiteout over l7's
+	mknod "$T/l5/d/own9" c 0 0                  # overlay whiteout over l9's
+	: >"$T/l4/d/o/.wh..wh..opq"                 # o of l4 hides o below it
+	echo "$spec"
+}
+
+# idx_state: what the view at $MNT shows of d, entry by entry.
+idx_state() {
+	(cd "$MNT/d" && find . -printf '%p %y %s\n' | sort && cat own* shared o/* sub*/x)
+}
+
+@test "a directory in 12 read-only branches resolves through its name index as through every layer (timeout=0 has none)" {
+	local spec
+	spec=$(idx_layers)
+	sfs_mount "$spec" "$MNT" timeout=0
+	idx_state >"$BATS_TEST_TMPDIR/every"
+	# names the lookups must not find
+	[[ ! -e $MNT/d/own7 && ! -e $MNT/d/own9 && ! -e $MNT/d/o/in5 && ! -e $MNT/d/nothere ]]
+	"$SFS" umount "$MNT"
+	sfs_mount "$spec" "$MNT"
+	# lookups before any listing (the index is read by the first one)
+	[[ $(cat "$MNT/d/shared") == 0 && $(cat "$MNT/d/own11") == 11 && $(cat "$MNT/d/o/in4") == 4 ]]
+	[[ ! -e $MNT/d/own7 && ! -e $MNT/d/own9 && ! -e $MNT/d/o/in5 && ! -e $MNT/d/nothere ]]
+	idx_state >"$BATS_TEST_TMPDIR/indexed"
+	diff "$BATS_TEST_TMPDIR/every" "$BATS_TEST_TMPDIR/indexed"
+	grep -q '^./own7 \|^./own9 ' "$BATS_TEST_TMPDIR/every" && fail "a whiteout did not hide"
+	# changes through the view, in the rw branch above the index
+	rm "$MNT/d/own2"
+	echo new >"$MNT/d/own7"
+	mv "$MNT/d/sub3" "$MNT/d/moved3"
+	[[ ! -e $MNT/d/own2 && $(cat "$MNT/d/own7") == new && $(cat "$MNT/d/moved3/x") == 3 ]]
+	"$SFS" umount "$MNT"
+	sfs_mount "$spec" "$MNT" timeout=0
+	[[ ! -e $MNT/d/own2 && $(cat "$MNT/d/own7") == new && $(cat "$MNT/d/moved3/x") == 3 ]]
+}
+
+@test "a name made directly in one of 12 read-only branches shows within timeout + 1 s (the index is read again)" {
+	local spec i
+	spec=$(idx_layers)
+	sfs_mount "$spec" "$MNT" timeout=1
+	[[ ! -e $MNT/d/late ]] || fail "late is there before it is made"
+	echo late >"$T/l8/d/late"
+	for ((i = 0; i < 40; i++)); do
+		[[ -e $MNT/d/late ]] && break
+		sleep 0.1
+	done
+	[[ $(cat "$MNT/d/late") == late ]] || fail "late does not show after $((i / 10)) s"
+	# and one removed directly is gone as soon
+	rm "$T/l8/d/late"
+	for ((i = 0; i < 40; i++)); do
+		[[ -e $MNT/d/late ]] || break
+		sleep 0.1
+	done
+	[[ ! -e $MNT/d/late ]] || fail "late still shows after 4 s"
+}

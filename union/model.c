@@ -394,7 +394,7 @@ static int met(void *arg, const struct sfs_ulayer *dir, int fd, const struct sta
 static int rules(struct sfs_ch_union *u, const struct sfs_ch_stack *dst, const char *name,
 		 struct sfs_uentry *e)
 {
-	struct sfs_uview v = { u->n, u->split, u->n, roots_below, met, u };
+	struct sfs_uview v = { u->n, u->split, u->n, roots_below, met, u, NULL };
 	struct sfs_ulayer *dir = calloc(dst->n ? dst->n : 1, sizeof(*dir));
 	int ret;
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/bio.h"
+#include "union/names.h"
 #include "union/resolve.h"
 #include "whiteout/metacopy.h"
 #include "whiteout/metadir.h"
@@ -21,6 +22,8 @@ struct res {
 	unsigned redirect_b;           /* the branch it was met in */
 	bool data;                     /* a metacopy's data is looked for */
 	char *mc_redirect;             /* the top metacopy file's redirect */
+	const char *hit_for;           /* the name hit is of (v->names) */
+	struct sfs_unames_hit hit;
 };
 
 bool sfs_u_reserved(const char *name, bool at_root)
@@ -150,15 +153,31 @@ static bool stops(const struct sfs_uentry *e, int dirfd, int fd, const struct st
 		sfs_wh_is_xwhiteout(fd, "", st));
 }
 
+/* Whether the directory's name index (if any) says layer dl may list
+ * name or its whiteout. */
+static bool may_hold(struct res *r, const struct sfs_ulayer *dl, const char *name)
+{
+	if (!r->v->names)
+		return true;
+	if (!r->hit_for || strcmp(r->hit_for, name)) {
+		r->hit = sfs_unames_find(r->v->names, name);
+		r->hit_for = name;
+	}
+	return sfs_unames_may_hold(r->v->names, r->hit, dl->b);
+}
+
 /* Looks at one layer: 1 to go on to the layer below, 0 to stop, or
  * -errno. below: the directory has layers below this one. */
 static int look(struct res *r, const struct sfs_ulayer *dl, const char *name, bool below)
 {
 	const struct sfs_uview *v = r->v;
 	struct stat st;
-	/* never entering a mount point inside the branch: EXDEV there */
-	int fd = sfs_do_open(dl->fd, name, O_PATH, 0), ret;
+	int fd, ret;
 
+	if (!may_hold(r, dl, name))
+		return below; /* as when neither opens */
+	/* never entering a mount point inside the branch: EXDEV there */
+	fd = sfs_do_open(dl->fd, name, O_PATH, 0);
 	if (fd == -ENOENT || fd == -ENOTDIR) {
 		if (!below)
 			return 0;
@@ -221,14 +240,16 @@ static unsigned keep_roots(struct sfs_ulayer *l, unsigned k, unsigned lo, unsign
 /* Resolves absolute path component by component in the union of the
  * branches [lo, hi) below b (whose own whiteouts, opaque directories and
  * redirects count): 0 with *out (out->n 0: nothing there), or -errno. */
-static int walk_abs(const struct sfs_uview *v, unsigned b, unsigned lo, unsigned hi,
+static int walk_abs(const struct sfs_uview *dv, unsigned b, unsigned lo, unsigned hi,
 		    const char *path, struct sfs_uentry *out)
 {
+	struct sfs_uview view = *dv, *v = &view;
 	struct sfs_uentry *next = calloc(1, sizeof(*next));
 	char *copy = strdup(path), *save = NULL, *c;
 	bool dir = true;
 	int k, ret = next && copy ? 0 : -ENOMEM;
 
+	view.names = NULL; /* the index is of another directory */
 	memset(out, 0, sizeof(*out));
 	if (ret == 0)
 		ret = reserve(out, v->n);

@@ -55,6 +55,12 @@ struct sfs_uview {
 	int (*met)(void *arg, const struct sfs_ulayer *dir, int fd, const struct stat *st,
 		   const char *name, int err);
 	void *arg;
+	/* The name index of the directory whose layers a call of
+	 * sfs_u_resolve or sfs_u_shown_below is given (names.h), or NULL:
+	 * layers it says list neither the name nor its whiteout are not
+	 * looked at. Not used for the other directories the rules look
+	 * into (an absolute redirect's). */
+	const struct sfs_unames *names;
 };
 
 /* What a name resolves to. */

@@ -1,0 +1,134 @@
+/* Name indexes of directories spread over many read-only branches
+ * (union/names.h), for lookups: a lookup in such a directory looks only
+ * at the layers that list the name or its whiteout.
+ *
+ * An index is of one stack (a node's layers on one snapshot): a new
+ * stack (copy-up, branch change, fds reopened) starts without one. It
+ * covers read-only layers only: rw layers change through the daemon and
+ * are always looked at. What it says of a read-only layer is what the
+ * layer listed when it was read, and a layer changed directly (not
+ * through the view) is not seen until the index is read again: it is
+ * kept for a second at most, and never made with timeout=0, whose users
+ * ask to see such changes at once (README: "Changes made directly in a
+ * branch"). One thread reads it while the others look at every layer. */
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "stackfs/stackfs.h"
+#include "union/names.h"
+
+/* Fewer read-only layers than this: looking at each costs less than
+ * reading their listings. */
+#define NAMES_MIN_LAYERS 8
+/* A directory whose layers list more names is not indexed (about 40
+ * bytes a name). */
+#define NAMES_MAX (256u * 1024)
+#define NAMES_TTL_MS 1000
+
+struct sfs_dirnames {
+	atomic_uint refs;
+	long long expires_ms;          /* CLOCK_MONOTONIC_COARSE */
+	struct sfs_unames *ix;         /* NULL: too many names */
+};
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+void sfs_dirnames_put(struct sfs_dirnames *d)
+{
+	if (d && atomic_fetch_sub_explicit(&d->refs, 1, memory_order_acq_rel) == 1) {
+		sfs_unames_free(d->ix);
+		free(d);
+	}
+}
+
+const struct sfs_unames *sfs_dirnames_ix(const struct sfs_dirnames *d)
+{
+	return d ? d->ix : NULL;
+}
+
+/* Which layers of st to read: its read-only ones, when there are enough. */
+static bool pick_layers(const struct sfs_stack *st, bool *take)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < st->n; i++) {
+		take[i] = st->snap->b[st->l[i].bidx]->mode == SFS_BRANCH_RO;
+		k += take[i];
+	}
+	return k >= NAMES_MIN_LAYERS;
+}
+
+/* Reads the index of st's read-only layers: a new sfs_dirnames (its ix
+ * NULL when they list too many names), or NULL. */
+static struct sfs_dirnames *read_names(const struct sfs_stack *st)
+{
+	struct sfs_dirnames *d = calloc(1, sizeof(*d));
+	struct sfs_ulayer *dir = calloc(st->n, sizeof(*dir));
+	bool *take = calloc(st->n, sizeof(*take));
+	int ret = d && dir && take ? 0 : -ENOMEM;
+
+	for (unsigned i = 0; ret == 0 && i < st->n; i++)
+		dir[i] = (struct sfs_ulayer){ st->l[i].fd, st->l[i].bidx, NULL };
+	if (ret == 0 && pick_layers(st, take))
+		ret = sfs_unames_build(dir, st->n, take, st->snap->n, NAMES_MAX, &d->ix);
+	free(dir);
+	free(take);
+	if (ret < 0 && ret != -E2BIG) {
+		free(d);
+		return NULL;
+	}
+	atomic_init(&d->refs, 1);
+	d->expires_ms = now_ms() + NAMES_TTL_MS;
+	return d;
+}
+
+/* Under n's lock: st's index when it is n's stack and the index is
+ * fresh (referenced); else NULL, with *build set when the caller is to
+ * read it. */
+static struct sfs_dirnames *fresh_names(struct sfs_node *n, struct sfs_stack *st, bool *build)
+{
+	struct sfs_dirnames *d = st->names;
+
+	*build = false;
+	if (n->stack != st || st->closed)
+		return NULL;
+	if (d && d->expires_ms > now_ms()) {
+		atomic_fetch_add_explicit(&d->refs, 1, memory_order_relaxed);
+		return d;
+	}
+	if (!st->names_reading)
+		*build = st->names_reading = true;
+	return NULL;
+}
+
+struct sfs_dirnames *sfs_dirnames_get(struct sfs_node *n, struct sfs_stack *st)
+{
+	struct sfs_dirnames *d, *old = NULL;
+	bool build;
+
+	if (sfs_timeout <= 0 || st->n < NAMES_MIN_LAYERS)
+		return NULL;
+	pthread_mutex_lock(&n->lock);
+	d = fresh_names(n, st, &build);
+	pthread_mutex_unlock(&n->lock);
+	if (!build)
+		return d;
+	d = read_names(st);
+	pthread_mutex_lock(&n->lock);
+	st->names_reading = false;
+	if (d) {
+		old = st->names;
+		st->names = d;
+		atomic_fetch_add_explicit(&d->refs, 1, memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&n->lock);
+	sfs_dirnames_put(old);
+	return d;
+}
