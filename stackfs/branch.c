@@ -579,6 +579,7 @@ static void register_below(struct sfs_snap *s)
 	for (unsigned i = 0; i < s->n; i++) {
 		if (!s->b[i]->meta || s->b[i]->meta == s->reg)
 			continue;
+		sfs_meta_reg_hold(s->b[i]->meta);
 		for (unsigned j = i + 1; j < s->n; j++) {
 			uint8_t handle[SFS_HANDLE_MAX];
 			unsigned hbytes = sizeof(handle);
@@ -589,6 +590,7 @@ static void register_below(struct sfs_snap *s)
 				sfs_meta_branch_id(s->b[i]->meta, s->b[j]->fs_uuid, htype, handle,
 						   hbytes, &id);
 		}
+		sfs_meta_reg_release(s->b[i]->meta);
 	}
 }
 
@@ -634,11 +636,17 @@ int sfs_snap_prepare_meta(struct sfs_snap *s, int whiteout_style, bool upgrade,
 		return 0;
 	}
 	s->reg = s->b[s->top_rw]->meta;
+	sfs_meta_reg_hold(s->reg);
 	for (unsigned i = 0; ret == 0 && i < s->n; i++) {
 		ret = branch_ids(s->b[i], s->reg);
 		if (ret < 0)
 			berr(err, errlen, "branch #%u (\"%s\"): registering its id: %s",
 			     i, s->b[i]->path, strerror(-ret));
+	}
+	if (sfs_meta_reg_release(s->reg) < 0 && ret == 0) {
+		ret = -EIO;
+		berr(err, errlen, "branch #%d (\"%s\"): writing its registry of ids failed",
+		     s->top_rw, s->b[s->top_rw]->path);
 	}
 	if (ret == 0) {
 		write_lowers(s);
@@ -741,9 +749,12 @@ static int change_ids(struct sfs_snap *s, const struct sfs_snap *old)
 		ids_by_order(s);
 		return 0;
 	}
+	sfs_meta_reg_hold(s->reg);
 	for (unsigned i = 0; ret == 0 && i < s->n; i++)
 		if (!kept || !s->b[i]->id)
 			ret = branch_ids(s->b[i], s->reg);
+	if (sfs_meta_reg_release(s->reg) < 0 && ret == 0)
+		ret = -EIO;
 	return ret;
 }
 

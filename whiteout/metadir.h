@@ -101,6 +101,8 @@ struct sfs_meta {
 
 	pthread_mutex_t mu;            /* guards reg and ino */
 	struct sfs_reg_table reg;
+	bool reg_held;                 /* new ids wait for sfs_meta_reg_release */
+	bool reg_dirty;                /* ... and some were given */
 	struct sfs_ino_table ino;
 };
 
@@ -244,6 +246,12 @@ int sfs_meta_fs_id(struct sfs_meta *m, const uint8_t uuid[16], uint32_t *id);
 int sfs_meta_branch_id(struct sfs_meta *m, const uint8_t uuid[16],
 		       int handle_type, const void *handle,
 		       unsigned handle_bytes, uint32_t *id);
+/* Between these two, new ids are given but the registry is written
+ * once, at the release (0 or -errno): registering a thousand branches
+ * rewrote and fsynced it a thousand times (6 s). An id is used only once
+ * its release succeeded. */
+void sfs_meta_reg_hold(struct sfs_meta *m);
+int sfs_meta_reg_release(struct sfs_meta *m);
 
 /* An allocated, persistent, never-reused union inode number for
  * (fs_id, ino): the same one every time for the same pair. Persisted

@@ -392,7 +392,9 @@ static int reg_id(struct sfs_meta *m, struct sfs_reg_entry *key, uint32_t *id)
 	}
 	key->id = (*next)++;
 	ret = sfs_reg_table_add(&m->reg, key);
-	if (!ret) {
+	if (!ret && m->reg_held)
+		m->reg_dirty = true;
+	else if (!ret) {
 		ret = sfs_reg_store(m->dir_fd, &m->reg);
 		if (ret)
 			m->reg.n--;
@@ -402,6 +404,25 @@ static int reg_id(struct sfs_meta *m, struct sfs_reg_entry *key, uint32_t *id)
 	else
 		*id = key->id;
 out:
+	pthread_mutex_unlock(&m->mu);
+	return ret;
+}
+
+void sfs_meta_reg_hold(struct sfs_meta *m)
+{
+	pthread_mutex_lock(&m->mu);
+	m->reg_held = true;
+	pthread_mutex_unlock(&m->mu);
+}
+
+int sfs_meta_reg_release(struct sfs_meta *m)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&m->mu);
+	if (m->reg_dirty)
+		ret = m->dir_fd < 0 ? -EBADF : sfs_reg_store(m->dir_fd, &m->reg);
+	m->reg_held = m->reg_dirty = false;
 	pthread_mutex_unlock(&m->mu);
 	return ret;
 }
