@@ -27,18 +27,24 @@ int sfs_cli_exec_daemon(int argc, char **argv)
 	return SFS_EXIT_FAIL;
 }
 
-/* True when an -o value gives the branches overlay-style (lowerdir= or
- * lowerdir+=). */
-static bool has_lowerdir(char **dargv, int dargc)
+/* True when an -o value gives the branches another way than BRANCHES:
+ * overlay-style (lowerdir=, lowerdir+=) or from a file (branches=). */
+static bool branches_in_opts(char **dargv, int dargc)
 {
+	static const char *const keys[] = { "lowerdir=", "lowerdir+=", "branches=" };
+
 	for (int i = 1; i + 1 < dargc; i++) {
 		const char *v = dargv[i + 1];
 
 		if (strcmp(dargv[i], "-o"))
 			continue;
-		if (!strncmp(v, "lowerdir=", 9) || !strncmp(v, "lowerdir+=", 10) ||
-		    strstr(v, ",lowerdir=") || strstr(v, ",lowerdir+="))
-			return true;
+		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+			size_t len = strlen(keys[k]);
+
+			for (const char *p = v; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+				if (!strncmp(p, keys[k], len))
+					return true;
+		}
 	}
 	return false;
 }
@@ -96,8 +102,8 @@ static int run_mount(int argc, char **argv)
 		}
 		pos[npos++] = argv[optind];
 	}
-	/* with -o lowerdir=... the mount point alone will do */
-	if (npos < 2 && !(npos == 1 && has_lowerdir(dargv, dargc))) {
+	/* with -o lowerdir=... or branches=FILE the mount point alone will do */
+	if (npos < 2 && !(npos == 1 && branches_in_opts(dargv, dargc))) {
 		ret = sfs_cli_usage_error(&sfs_cmd_mount, "missing %s",
 					  npos ? "MOUNTPOINT" : "BRANCHES and MOUNTPOINT");
 		goto out_free;
@@ -125,6 +131,7 @@ const struct sfs_cmd sfs_cmd_mount = {
 	.name = "mount",
 	.run = run_mount,
 	.usage = "usage: stackfs mount [-f] [-d] [-o OPTS]... BRANCHES MOUNTPOINT\n"
+		 "       stackfs mount [-f] [-d] -o branches=FILE[,OPTS] MOUNTPOINT\n"
 		 "       stackfs mount [-f] [-d] -o lowerdir=DIR[:DIR...][,upperdir=DIR] [SOURCE] MOUNTPOINT",
 	.summary = "Mount the union of BRANCHES on MOUNTPOINT",
 	.help =

@@ -94,9 +94,21 @@ static size_t unescape_next(const char **pp, char sep, char *dst)
 	return len;
 }
 
-/* Branches from one -o argument with upperdir= and lowerdir= (FUSE
- * options: ',' separates, "\," is a comma). */
-static int ovl_opts(const char *opts, char **upper, char **lower)
+/* What gives the branches in the daemon's -o options: upperdir=,
+ * lowerdir=, branches=FILE (malloc'd). */
+struct opt_branches {
+	char *upper, *lower, *file;
+};
+
+static void keep_value(char **slot, const char *v)
+{
+	free(*slot);
+	*slot = strdup(v);
+}
+
+/* Branches from one -o argument (FUSE options: ',' separates, "\," is
+ * a comma). */
+static int ovl_opts(const char *opts, struct opt_branches *ob)
 {
 	char *copy = strdup(opts), *o = copy, *w = copy;
 
@@ -111,13 +123,12 @@ static int ovl_opts(const char *opts, char **upper, char **lower)
 		}
 		if (*p == ',' || !*p) {
 			*w = '\0';
-			if (!strncmp(o, "upperdir=", 9)) {
-				free(*upper);
-				*upper = strdup(o + 9);
-			} else if (!strncmp(o, "lowerdir=", 9)) {
-				free(*lower);
-				*lower = strdup(o + 9);
-			}
+			if (!strncmp(o, "upperdir=", 9))
+				keep_value(&ob->upper, o + 9);
+			else if (!strncmp(o, "lowerdir=", 9))
+				keep_value(&ob->lower, o + 9);
+			else if (!strncmp(o, "branches=", 9))
+				keep_value(&ob->file, o + 9);
 			if (!*p)
 				break;
 			o = w = w + 1;
@@ -188,10 +199,10 @@ static int read_cmdline(pid_t pid, char **out, size_t *len, char *err, size_t er
 }
 
 /* In a daemon's command line (args, len bytes): argv[0], then options
- * ("-o OPTS", "-oOPTS", flags), "--", operands. The upperdir= and
- * lowerdir= options (malloc'd) and the first operand, BRANCHES. */
-static int scan_cmdline(const char *args, size_t len, const char **pos, char **upper,
-			char **lower)
+ * ("-o OPTS", "-oOPTS", flags), "--", operands. The options that give
+ * the branches and the first operand, BRANCHES. */
+static int scan_cmdline(const char *args, size_t len, const char **pos,
+			struct opt_branches *ob)
 {
 	bool opts_only = false;
 	int ret = 0;
@@ -204,9 +215,9 @@ static int scan_cmdline(const char *args, size_t len, const char **pos, char **u
 		} else if (!opts_only && !strcmp(a, "-o")) {
 			i += strlen(a) + 1;
 			if (i < len)
-				ret = ovl_opts(args + i, upper, lower);
+				ret = ovl_opts(args + i, ob);
 		} else if (!opts_only && !strncmp(a, "-o", 2)) {
-			ret = ovl_opts(a + 2, upper, lower);
+			ret = ovl_opts(a + 2, ob);
 		} else if ((opts_only || a[0] != '-') && !*pos) {
 			*pos = a;
 		}
@@ -256,10 +267,29 @@ static int spec_branches(pid_t pid, const char *cwd, const char *pos, struct mbr
 	return ret;
 }
 
+/* branches=FILE: the file as it is now (it may have changed since the
+ * mount: the daemon's own list, asked first, is the one to trust). */
+static int file_branches(pid_t pid, const char *cwd, const char *file, struct mbranch **v,
+			 size_t *nv, char *err, size_t errlen)
+{
+	char *abs = NULL, *spec = NULL;
+	int ret = 0;
+
+	if (file[0] != '/' && asprintf(&abs, "%s/%s", cwd, file) < 0)
+		return -ENOMEM;
+	ret = sfs_branch_file_spec(abs ? abs : file, &spec, err, errlen);
+	if (ret == 0)
+		ret = spec_branches(pid, cwd, spec, v, nv, err, errlen);
+	free(spec);
+	free(abs);
+	return ret;
+}
+
 int sfs_mbranches_of_daemon(pid_t pid, struct mbranch **out, size_t *n,
 			     char *err, size_t errlen)
 {
-	char p[64], cwd[PATH_MAX], *args = NULL, *upper = NULL, *lower = NULL;
+	char p[64], cwd[PATH_MAX], *args = NULL;
+	struct opt_branches ob = { NULL, NULL, NULL };
 	const char *pos = NULL;
 	struct mbranch *v = NULL;
 	size_t len = 0, nv = 0;
@@ -274,20 +304,25 @@ int sfs_mbranches_of_daemon(pid_t pid, struct mbranch **out, size_t *n,
 	ret = read_cmdline(pid, &args, &len, err, errlen);
 	if (ret < 0)
 		return ret;
-	ret = scan_cmdline(args, len, &pos, &upper, &lower);
-	if (ret == 0 && !upper && !lower && pos) {
+	ret = scan_cmdline(args, len, &pos, &ob);
+	if (ret == 0 && ob.file) {
+		ret = file_branches(pid, cwd, ob.file, &v, &nv, err, errlen);
+		goto out;
+	}
+	if (ret == 0 && !ob.upper && !ob.lower && pos) {
 		ret = spec_branches(pid, cwd, pos, &v, &nv, err, errlen);
 		goto out;
 	}
 	if (ret == 0)
-		ret = upper || lower ? ovl_branches(cwd, upper, lower, &v, &nv) : -ENOENT;
+		ret = ob.upper || ob.lower ? ovl_branches(cwd, ob.upper, ob.lower, &v, &nv) : -ENOENT;
 	if (ret < 0)
 		snprintf(err, errlen, "no branches in the command line of stackfsd pid %d%s%s",
 			 (int)pid, ret == -ENOENT ? "" : ": ", ret == -ENOENT ? "" : strerror(-ret));
 out:
 	free(args);
-	free(upper);
-	free(lower);
+	free(ob.upper);
+	free(ob.lower);
+	free(ob.file);
 	if (ret < 0) {
 		sfs_mbranches_free(v, nv);
 		return ret;

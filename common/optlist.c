@@ -52,6 +52,11 @@ const struct sfs_optdef sfs_optlist[] = {
 	OURS("trace", TRACE, NULL,
 	     "log every call into a branch (the branch\n"
 	     "seam: operation, branch, path, result)\n"),
+	OURS("branches=", BRANCHES_FILE, "FILE",
+	     "the branches from FILE, one a line, highest\n"
+	     "first (DIR[=rw|ro|data], ':' unescaped; empty\n"
+	     "and '#' lines skipped), instead of BRANCHES;\n"
+	     "the operand is then MOUNTPOINT\n"),
 	OURS("log=", LOG, "FILE|syslog|stderr",
 	     "where the daemon logs (default syslog, and\n"
 	     "stderr with -f or -d); FILE is an absolute path\n"),

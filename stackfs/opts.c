@@ -476,6 +476,47 @@ out:
 	return ret;
 }
 
+/* ---- branches=FILE: the branches from a file (union/branch_file.c) ----
+ * The operand is then the mount point alone. One way of giving the
+ * branches: not with BRANCHES, nor with lowerdir=. */
+static char *branches_file;
+
+static int branches_file_finish(struct sfs_opts *o)
+{
+	char err[SFS_MSG_MAX];
+	int ret = -1;
+
+	if (!branches_file || o->show_help || o->show_version) {
+		ret = 0;
+		goto out;
+	}
+	if (!branches_file[0]) {
+		sfs_errmsg("bad option 'branches=': no file given");
+		goto out;
+	}
+	if (ovl.lowerdir || ovl.upperdir) {
+		sfs_errmsg("both branches= and %s= given: give the branches one way",
+			   ovl.lowerdir ? "lowerdir" : "upperdir");
+		goto out;
+	}
+	if (o->branches && o->mountpoint) {
+		sfs_errmsg("both BRANCHES (\"%s\") and branches= given: give the branches one way",
+			   o->branches);
+		goto out;
+	}
+	o->mountpoint = o->branches; /* the one operand */
+	o->branches = NULL;
+	if (sfs_branch_file_spec(branches_file, &o->branches, err, sizeof(err)) < 0) {
+		sfs_errmsg("%s", err);
+		goto out;
+	}
+	ret = 0;
+out:
+	free(branches_file);
+	branches_file = NULL;
+	return ret;
+}
+
 /* userxattr asks for overlayfs's marks in user.overlay.*: with
  * whiteout=overlay stackfs writes trusted.overlay.* marks, which kernel
  * overlayfs mounted with userxattr would not read: refused. With
@@ -689,6 +730,8 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *out)
 		return ovl_set(&ovl.upperdir, arg);
 	case SFS_OPTK_WORKDIR:
 		return ovl_set(&ovl.workdir, arg);
+	case SFS_OPTK_BRANCHES_FILE:
+		return ovl_set(&branches_file, arg);
 	case SFS_OPTK_SUBTYPE:
 		return parse_subtype(arg);
 	case SFS_OPTK_FSNAME:
@@ -723,6 +766,12 @@ int sfs_opts_parse(struct fuse_args *args, struct sfs_opts *o)
 	seen_free();
 	if (ret < 0) {
 		ovl_free();
+		free(branches_file);
+		branches_file = NULL;
+		return -EINVAL;
+	}
+	if (branches_file_finish(o) < 0) {
+		ovl_free();
 		return -EINVAL;
 	}
 	if (ovl_finish(o) < 0 || userxattr_check(o) < 0)
@@ -751,10 +800,11 @@ void sfs_opts_free(struct sfs_opts *o)
 void sfs_opts_usage(const char *prog)
 {
 	printf("usage: %s [-f] [-d] [-o OPTIONS] BRANCHES MOUNTPOINT\n"
+	       "       %s [-f] [-d] -o branches=FILE[,OPTIONS] MOUNTPOINT\n"
 	       "       %s [-f] [-d] -o lowerdir=DIR[:DIR...][,upperdir=DIR] [SOURCE] MOUNTPOINT\n"
 	       "\n"
 	       "BRANCHES is DIR[=rw|ro|data]:DIR[=rw|ro|data]..., highest priority first;\n"
 	       "the first branch is rw unless told, the others ro. Write ':', '='\n"
-	       "or '\\' inside a path with a backslash before it.\n", prog, prog);
+	       "or '\\' inside a path with a backslash before it.\n", prog, prog, prog);
 	sfs_optlist_print(stdout, SFS_OPTG_MOUNT_OPTS | SFS_OPTG_MASK(SFS_OPTG_CMDLINE));
 }

@@ -31,4 +31,11 @@ int sfs_branch_spec_parse(const char *spec, struct sfs_branch_spec **out,
 			  size_t *n, char *err, size_t errlen);
 void sfs_branch_spec_free(struct sfs_branch_spec *v, size_t n);
 
+/* branch_file.c: the BRANCHES spec of a branches file (-o branches=FILE:
+ * a branch a line, as an element of BRANCHES but ':' unescaped; empty
+ * and '#' lines skipped) in *spec, to free. 0, or -errno with a one-line
+ * message in err (a file missing, not regular, over 16 MiB, with a NUL
+ * byte or no branch). */
+int sfs_branch_file_spec(const char *path, char **spec, char *err, size_t errlen);
+
 #endif
