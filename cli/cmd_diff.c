@@ -428,6 +428,7 @@ static int run_diff(int argc, char **argv)
 		fprintf(stderr, "stackfs: diff: %s\n", err);
 		goto out_paths;
 	}
+	u.use_names = true; /* a walk that changes nothing */
 	status = fmt == FMT_OCI ? sfs_diff_layer(&u) : list(&u, fmt == FMT_JSON);
 	sfs_ch_union_close(&u);
 out_paths:

@@ -107,6 +107,14 @@ idx_state() {
 	"$SFS" umount "$MNT"
 	sfs_mount "$spec" "$MNT" timeout=0
 	[[ ! -e $MNT/d/own2 && $(cat "$MNT/d/own7") == new && $(cat "$MNT/d/moved3/x") == 3 ]]
+	"$SFS" umount "$MNT"
+	# diff's walk looks names up through the indexes too
+	run -0 "$SFS" diff "$UP"
+	assert_line "D /d/own2"
+	assert_line "A /d/own7"
+	assert_line "D /d/sub3"
+	refute_line --partial "/d/own9"
+	refute_line --partial "/d/shared"
 }
 
 @test "a name made directly in one of 12 read-only branches shows within timeout + 1 s (the index is read again)" {
@@ -127,4 +135,56 @@ idx_state() {
 		sleep 0.1
 	done
 	[[ ! -e $MNT/d/late ]] || fail "late still shows after 4 s"
+}
+
+@test "1,000 branches from a branches file (-o branches=FILE): mounted, listed, resolved, changed; status and diff name them" {
+	local i list=$BATS_TEST_TMPDIR/layers
+	mkdir -p "$T"/l{0..999}/d
+	{
+		echo "# the union's layers, highest first"
+		echo "$UP=rw"
+		for ((i = 0; i < 1000; i++)); do
+			echo "$i" >"$T/l$i/d/f$i"
+			echo "$T/l$i"
+		done
+	} >"$list"
+	sfs_record stackfs "$MNT"
+	"$SFS" mount -o "branches=$list" "$MNT" || fail "the mount failed"
+	run -0 "$SFS" status "$MNT"
+	[[ $(grep -c '^branch' <<<"$output") == 1001 ]] || fail "status lists $(grep -c '^branch' <<<"$output") branches"
+	[[ $(ls "$MNT/d" | wc -l) == 1000 && $(cat "$MNT/d/f999") == 999 && $(cat "$MNT/d/f0") == 0 ]]
+	rm "$MNT/d/f998"
+	echo x >>"$MNT/d/f500"
+	[[ ! -e $MNT/d/f998 && $(cat "$MNT/d/f500") == $'500\nx' ]]
+	run -0 "$SFS" diff "$MNT"
+	assert_line "D /d/f998"
+	assert_line "C /d/f500"
+}
+
+@test "branches files: ':' and CRLF lines taken, bad files refused with the reason and nothing mounted" {
+	local f=$BATS_TEST_TMPDIR/b
+	mkdir -p "$T/a:b" "$T/c"
+	echo ab >"$T/a:b/x"
+	echo c >"$T/c/y"
+	printf '%s\r\n\r\n# c\r\n%s=ro\r\n%s\r\n' "$UP" "$T/a:b" "$T/c" >"$f"
+	"$SFS" mount -o "branches=$f" "$MNT" || fail "mount failed"
+	sfs_record stackfs "$MNT"
+	[[ $(cat "$MNT/x") == ab && $(cat "$MNT/y") == c ]]
+	"$SFS" umount "$MNT"
+	run -2 "$SFS" mount -o "branches=$BATS_TEST_TMPDIR/none" "$MNT"
+	assert_output --partial "branches file $BATS_TEST_TMPDIR/none: No such file or directory"
+	printf '# nothing\n\n' >"$f"
+	run -2 "$SFS" mount -o "branches=$f" "$MNT"
+	assert_output --partial "no branch in it"
+	printf '%s\n\0%s\n' "$UP" "$T/c" >"$f"
+	run -2 "$SFS" mount -o "branches=$f" "$MNT"
+	assert_output --partial "holds a NUL byte"
+	run -2 "$SFS" mount -o "branches=$T" "$MNT"
+	assert_output --partial "not a regular file"
+	printf '%s\n' "$UP" >"$f"
+	run -2 "$SFS" mount -o "branches=$f" "$UP:$T/c" "$MNT"
+	assert_output --partial "give the branches one way"
+	run -2 "$SFS" mount -o "branches=$f,lowerdir=$T/c" "$MNT"
+	assert_output --partial "give the branches one way"
+	! sfs_is_mounted "$MNT" || fail "something was mounted"
 }

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,10 +58,13 @@ static int names_push(char ***v, size_t *n, size_t *cap, const char *s);
 
 static struct sfs_ch_stack *stack_alloc(unsigned n)
 {
+	static atomic_uint_fast64_t serials;
 	struct sfs_ch_stack *st = calloc(1, sizeof(*st) + n * sizeof(st->l[0]));
 
-	if (st)
+	if (st) {
 		st->index_fd = st->data_fd = -1;
+		st->serial = atomic_fetch_add(&serials, 1) + 1;
+	}
 	return st;
 }
 
@@ -295,6 +299,7 @@ void sfs_ch_union_close(struct sfs_ch_union *u)
 	if (u->index_fd >= 0)
 		close(u->index_fd);
 	free(u->idx);
+	sfs_ch_names_drop(u);
 	memset(u, 0, sizeof(*u));
 	u->index_fd = -1;
 }
@@ -394,7 +399,8 @@ static int met(void *arg, const struct sfs_ulayer *dir, int fd, const struct sta
 static int rules(struct sfs_ch_union *u, const struct sfs_ch_stack *dst, const char *name,
 		 struct sfs_uentry *e)
 {
-	struct sfs_uview v = { u->n, u->split, u->n, roots_below, met, u, NULL };
+	struct sfs_uview v = { u->n, u->split, u->n, roots_below, met, u,
+			       sfs_ch_names_of(u, dst) };
 	struct sfs_ulayer *dir = calloc(dst->n ? dst->n : 1, sizeof(*dir));
 	int ret;
 

@@ -50,6 +50,10 @@ struct sfs_ch_union {
 					* its workdir), or -1 */
 	struct sfs_ch_index *idx;      /* its entries with an origin record */
 	size_t nidx;
+	/* Set by a walk that changes no branch (diff): lookups use the
+	 * name indexes of their directories (model_names.c). */
+	bool use_names;
+	struct sfs_ch_names *names;
 };
 
 struct sfs_ch_layer {
@@ -69,6 +73,7 @@ struct sfs_ch_stack {
 	char *dpath;                   /* see sfs_ch_union.split; NULL without */
 	bool metacopy;                 /* a kernel metacopy file (whiteout/metacopy.h) ... */
 	int data_fd;                   /* ... whose data is this O_PATH fd, -1: none found */
+	uint64_t serial;               /* tells stacks apart (model_names.c) */
 	unsigned n;                    /* layers */
 	struct sfs_ch_layer l[];
 };
@@ -81,6 +86,13 @@ struct sfs_ch_stack {
 int sfs_ch_union_open(struct sfs_ch_union *u, const char *const *paths, unsigned n,
 		      const char *workdir, char *err, size_t errlen);
 void sfs_ch_union_close(struct sfs_ch_union *u);
+
+/* model_names.c: the name index of dst's layers with use_names (kept
+ * for the last directories of a walk), else NULL; and what is kept,
+ * dropped (sfs_ch_union_close does). */
+struct sfs_unames;
+const struct sfs_unames *sfs_ch_names_of(struct sfs_ch_union *u, const struct sfs_ch_stack *dst);
+void sfs_ch_names_drop(struct sfs_ch_union *u);
 
 /* The root of the union of b[first..n): every root down to the first
  * opaque one. */
