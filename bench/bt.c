@@ -5,6 +5,10 @@
  *                                      NFILES files f00000.. spread round-robin
  *                                      over the DIRs (file i goes to DIR[i % n],
  *                                      dir i % NDIRS), SIZE bytes each
+ *   bt layers NDIRS NFILES DIR...      the same tree as layers: file i in dir
+ *                                      d{i / (NFILES/NDIRS)} of DIR[i % n], a
+ *                                      directory made only where a file goes
+ *                                      (each dir in up to NFILES/NDIRS layers)
  *   bt flat NFILES FIRST DIR           NFILES empty files e{FIRST..} in DIR
  *   bt walk DIR [nostat]               recursive walk: readdir every directory,
  *                                      fstatat(AT_SYMLINK_NOFOLLOW) every entry
@@ -86,6 +90,26 @@ static int cmd_tree(int argc, char **argv)
 			die("close", path);
 	}
 	free(buf);
+	return 0;
+}
+
+static int cmd_layers(int argc, char **argv)
+{
+	long ndirs = atol(argv[0]), nfiles = atol(argv[1]), per = nfiles / (ndirs ? ndirs : 1);
+	int nbr = argc - 2;
+	char **br = argv + 2, path[4096];
+
+	for (long i = 0; i < nfiles; i++) {
+		int fd;
+
+		snprintf(path, sizeof path, "%s/d%03ld", br[i % nbr], i / (per ? per : 1));
+		if (mkdir(path, 0755) < 0 && errno != EEXIST)
+			die("mkdir", path);
+		snprintf(path + strlen(path), sizeof path - strlen(path), "/f%05ld", i);
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0 || close(fd) < 0)
+			die("create", path);
+	}
 	return 0;
 }
 
@@ -273,6 +297,8 @@ int main(int argc, char **argv)
 {
 	if (argc >= 6 && !strcmp(argv[1], "tree"))
 		return cmd_tree(argc - 2, argv + 2);
+	if (argc >= 5 && !strcmp(argv[1], "layers"))
+		return cmd_layers(argc - 2, argv + 2);
 	if (argc == 5 && !strcmp(argv[1], "flat"))
 		return cmd_flat(argv + 2);
 	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "walk")) {
