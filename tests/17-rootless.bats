@@ -254,3 +254,25 @@ in_userns() {
 	grep -q " $MNT " /proc/mounts && fail "the namespace's mount shows on the host"
 	return 0
 }
+
+@test "rootless: with whiteout=overlay a user's upper is one kernel overlayfs mounted with userxattr reads (0:0 whiteouts, user.overlay.opaque)" {
+	user_mount whiteout=overlay
+	run -0 as_user sh -c 'rm mnt/gone && mv mnt/dd mnt/dd2 && rm mnt/d/a && rmdir mnt/d && mkdir mnt/d && echo n >mnt/d/n'
+	user_umount
+	run -0 stat -c '%F %t:%T' "$UP/gone" "$UP/dd"
+	assert_output $'character special file 0:0\ncharacter special file 0:0'
+	run -0 getfattr --absolute-names -n user.overlay.redirect --only-values "$UP/dd2"
+	assert_output /dd
+	run -0 getfattr --absolute-names -n user.overlay.opaque --only-values "$UP/d"
+	assert_output y
+	# the kernel's view of the same layers (the metadata dir moved aside:
+	# kernel overlayfs would show it). With userxattr the kernel follows
+	# no redirect (redirect_dir=nofollow): dd2 is its upper alone there.
+	mv "$UP/.stackfs" "$T/meta"
+	mkdir -p "$T/work" "$T/kmnt"
+	sfs_record mount "$T/kmnt"
+	mount -t overlay -o "lowerdir=$LO,upperdir=$UP,workdir=$T/work,userxattr" overlay "$T/kmnt" ||
+		skip "kernel overlayfs with userxattr cannot be mounted here"
+	run -0 ls -A "$T/kmnt" "$T/kmnt/d"
+	assert_output "$T/kmnt:"$'\nd\ndd2\nf\nh1\nh2\n\n'"$T/kmnt/d:"$'\nn'
+}
