@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 
 #include "cli/cli.h"
+#include "xattr/records.h"
 
 static const struct sfs_cmd *const commands[] = {
 	&sfs_cmd_mount,
@@ -150,6 +151,9 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return SFS_EXIT_USAGE;
 	}
+	/* fsck, diff and commit read the records in the namespace the
+	 * daemon of the same user writes them in */
+	sfs_records_init();
 	arg = argv[1];
 	if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
 		usage(stdout);

@@ -96,7 +96,8 @@ const struct sfs_optdef sfs_optlist[] = {
 	COMPAT("userxattr", USERXATTR, NULL,
 	       "accepted with whiteout=wh: user.overlay.*\n"
 	       "is read in every branch; stackfs's own\n"
-	       "records stay trusted.*\n"),
+	       "records stay trusted.* when root mounts\n"
+	       "(a user's mount writes user.* ones)\n"),
 	NOTE("metacopy=", "on|off",
 	     "accepted: a copy-up copies the whole file;\n"
 	     "metacopy files of lower layers are read\n"),

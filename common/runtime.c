@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,17 +17,43 @@
 #include "common/bio.h"
 #include "common/runtime.h"
 #include "whiteout/metadir.h"
+#include "xattr/records.h"
 
 /* What sfs_runtime_publish made, for sfs_runtime_unpublish. */
 static char *published_dir;
 static char *published_pid;
 static pid_t published_by;
 
+static char user_base[PATH_MAX];
+static pthread_once_t user_base_once = PTHREAD_ONCE_INIT;
+
+/* A user's own runtime directory (XDG_RUNTIME_DIR: made by the login
+ * manager, hers alone, 0700), else where the login manager makes it,
+ * /run/user/UID, which no one else can make: never a name in a
+ * directory all may write, such as /tmp, where another user could make
+ * it first and receive the control connections. */
+static void user_base_init(void)
+{
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+
+	if (xdg && xdg[0] == '/')
+		snprintf(user_base, sizeof(user_base), "%s/stackfs", xdg);
+	else
+		snprintf(user_base, sizeof(user_base), "/run/user/%u/stackfs", (unsigned)geteuid());
+}
+
 const char *sfs_runtime_base(void)
 {
 	const char *env = getenv("STACKFS_RUNTIME_DIR");
 
-	return env && env[0] ? env : SFS_RUNTIME_DEFAULT;
+	if (env && env[0])
+		return env;
+	/* /run/stackfs is root's: a user's daemon, or a user namespace's
+	 * root (rootless podman), cannot make it */
+	if (sfs_records_privileged())
+		return SFS_RUNTIME_DEFAULT;
+	pthread_once(&user_base_once, user_base_init);
+	return user_base;
 }
 
 /* Canonical form of a mountpoint, preferably without touching the

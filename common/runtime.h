@@ -3,7 +3,9 @@
  * the mount's device number as /proc/self/mountinfo shows it:
  *   $SFS_RUNTIME_DIR/<major>:<minor>/pid   the daemon's pid, decimal, "\n"
  *   $SFS_RUNTIME_DIR/<major>:<minor>/ctl   the control socket (control.h)
- * SFS_RUNTIME_DIR is /run/stackfs unless STACKFS_RUNTIME_DIR is set. */
+ * SFS_RUNTIME_DIR is STACKFS_RUNTIME_DIR when set, else /run/stackfs
+ * for root (CAP_SYS_ADMIN in the initial user namespace), else the
+ * user's $XDG_RUNTIME_DIR/stackfs (/run/user/UID/stackfs when unset). */
 #ifndef SFS_RUNTIME_H
 #define SFS_RUNTIME_H
 
@@ -12,7 +14,8 @@
 
 #define SFS_RUNTIME_DEFAULT "/run/stackfs"
 
-/* The runtime base directory (environment override or default). */
+/* The runtime base directory (environment override, root's or the
+ * user's: above). */
 const char *sfs_runtime_base(void);
 
 /* A mount as /proc/self/mountinfo gives it. */

@@ -321,7 +321,7 @@ static int set_origin(const struct sfs_stack *st, const struct stat *src,
 	 * return (64 KiB) goes without: the record would make its list
 	 * unreadable. It then shows its own inode number. */
 	len = sfs_xattr_list(dfd, dname, NULL, 0);
-	if (len >= 0 && (size_t)len + sizeof(SFS_ORIGIN_XATTR) > XATTR_LIST_MAX) {
+	if (len >= 0 && (size_t)len + strlen(SFS_ORIGIN_XATTR) + 1 > XATTR_LIST_MAX) {
 		sfs_log(SFS_LOG_WARN, "copy-up: no room for an origin record on the copy of "
 			"inode %llu", (unsigned long long)src->st_ino);
 		return 0;

@@ -50,8 +50,14 @@ static int set_owner_at(int parentfd, int fd, const char *name, int flags,
 	/* a set-group-ID directory gave the entry its group already */
 	if (sfs_do_fstat(parentfd, &dst) == 0 && (dst.st_mode & S_ISGID))
 		gid = (gid_t)-1;
-	if (sfs_do_fchownat(fd, name, uid, gid, flags) < 0)
+	if (sfs_do_fchownat(fd, name, uid, gid, flags) < 0) {
+		/* a daemon without the right to give it (rootless: an id
+		 * outside its namespace's ranges) leaves it its own, as
+		 * fuse-overlayfs does; root's refusals stay errors */
+		if (sfs_records_user() && (errno == EPERM || errno == EINVAL))
+			return 0;
 		return -errno;
+	}
 	return 0;
 }
 

@@ -14,6 +14,7 @@
 #include "common/escape.h"
 #include "stackfs/ops.h"
 #include "common/runtime.h"
+#include "xattr/records.h"
 
 static int root_init(struct sfs_snap *s)
 {
@@ -128,6 +129,22 @@ static void detach_stdio(void)
 	close(fd);
 }
 
+/* Said on the terminal too (the log shows it there only with -f): a user
+ * whose runtime directory is missing learns it at mount, not from a
+ * status that finds nothing later. */
+static void publish_failed(int err)
+{
+	char msg[SFS_MSG_MAX];
+
+	snprintf(msg, sizeof(msg), "cannot publish pid under %s: %s (stackfs status, branch "
+		 "and umount will not find this mount; set XDG_RUNTIME_DIR or "
+		 "STACKFS_RUNTIME_DIR to a directory only you can write)",
+		 sfs_runtime_base(), strerror(-err));
+	if (!sfs_log_keeps_stderr())
+		fprintf(stderr, "stackfs: warning: %s\n", msg);
+	sfs_log(SFS_LOG_WARN, "%s", msg);
+}
+
 static int serve(struct fuse_session *se, const struct sfs_opts *o)
 {
 	struct fuse_loop_config *cfg = fuse_loop_cfg_create();
@@ -135,12 +152,14 @@ static int serve(struct fuse_session *se, const struct sfs_opts *o)
 
 	if (!o->foreground && daemonize(&notify) < 0)
 		return 1;
-	if (sfs_runtime_publish(o->mountpoint, getpid()) < 0)
-		sfs_log(SFS_LOG_WARN, "cannot publish pid under %s", sfs_runtime_base());
+	if ((ret = sfs_runtime_publish(o->mountpoint, getpid())) < 0)
+		publish_failed(ret);
 	else if (sfs_control_start() < 0)
 		sfs_log(SFS_LOG_WARN, "cannot start the control channel");
 	/* before the loop: the INIT reply must find the window set */
-	if (o->readahead_kb && (ret = sfs_readahead_set(o->mountpoint, o->readahead_kb)) < 0)
+	/* the window is a file of /sys/class/bdi, root's to write */
+	if (o->readahead_kb && sfs_records_privileged() &&
+	    (ret = sfs_readahead_set(o->mountpoint, o->readahead_kb)) < 0)
 		sfs_log(SFS_LOG_WARN, "cannot set the readahead window to %u KiB: %s",
 			o->readahead_kb, strerror(-ret));
 	if (notify >= 0) {
@@ -182,6 +201,7 @@ static int run(struct fuse_args *args, struct sfs_opts *o)
 	if (ret)
 		goto out;
 	sfs_compat_log_notes();
+	sfs_mountflags_rootless_note(sfs_runtime_base());
 	sfs_timeout = o->timeout;
 	sfs_do_set_logger(sfs_log_line);
 	if (o->trace)
@@ -197,7 +217,10 @@ static int run(struct fuse_args *args, struct sfs_opts *o)
 	ret = fuse_session_mount(se, o->mountpoint) != 0;
 	/* the kernel takes writeback caching or passthrough, not both: an
 	 * explicit -o writeback turns passthrough off */
-	if (!ret && sfs_pt_setup(se, !o->nopassthrough && !o->writeback) < 0) {
+	/* the kernel opens backing files for CAP_SYS_ADMIN on the host only:
+	 * a rootless daemon does not ask for passthrough at all */
+	if (!ret && sfs_pt_setup(se, !o->nopassthrough && !o->writeback &&
+				 sfs_records_privileged()) < 0) {
 		sfs_errmsg("cannot hook the FUSE device");
 		fuse_session_unmount(se);
 		ret = 1;
@@ -255,6 +278,8 @@ int main(int argc, char **argv)
 	int ret;
 
 	fuse_set_log_func(fuse_log_ours);
+	/* before the options (userxattr's meaning) and any branch is read */
+	sfs_records_init();
 	if (sfs_opts_parse(&args, o) < 0) {
 		ret = 2;
 	} else if (o->show_help) {

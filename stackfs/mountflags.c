@@ -25,6 +25,7 @@
 #include "common/escape.h"
 #include "stackfs/stackfs.h"
 #include "union/branch_spec.h"
+#include "xattr/records.h"
 
 /* What the user asked: -1 nothing, 0 the no- form, 1 the flag. */
 static struct {
@@ -124,4 +125,33 @@ void sfs_mountflags_reset(void)
 {
 	asked.allow_other = asked.allow_root = asked.suid = asked.dev = -1;
 	gave_suid = false;
+}
+
+/* What a mount without CAP_SYS_ADMIN on the host cannot do, said once
+ * at mount on the terminal (unless the log is the terminal already)
+ * and in the log (NOTES.md "Rootless mounts"): a user finds out here,
+ * not from a chown that failed or a file owned by her. */
+void sfs_mountflags_rootless_note(const char *runtime)
+{
+	char msg[768];
+	uid_t me = geteuid();
+
+	if (!sfs_records_user())
+		return;
+	if (me == 0) /* the root of a user namespace: rootless podman */
+		snprintf(msg, sizeof(msg), "running as root of a user namespace, without "
+			 "CAP_SYS_ADMIN on the host: records in user.* attributes, owners "
+			 "only within the namespace's mapped ranges (others stay uid 0 here), "
+			 "no FUSE passthrough, the kernel's readahead; the control socket is "
+			 "under %s", runtime);
+	else
+		snprintf(msg, sizeof(msg), "running as uid %u without CAP_SYS_ADMIN: records "
+			 "in user.* attributes, files created and copied up owned by uid %u "
+			 "(chown only to ids it may give), no allow_other, no suid or dev, no "
+			 "FUSE passthrough, the kernel's readahead; the control socket is "
+			 "under %s",
+			 (unsigned)me, (unsigned)me, runtime);
+	if (!sfs_log_keeps_stderr())
+		fprintf(stderr, "stackfs: note: %s\n", msg);
+	sfs_log(SFS_LOG_INFO, "%s", msg);
 }

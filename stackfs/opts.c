@@ -20,6 +20,7 @@
 #include "common/escape.h"
 #include "common/optlist.h"
 #include "stackfs/stackfs.h"
+#include "xattr/records.h"
 
 /* The fuse_opt templates (malloc'd), built from sfs_optlist (optlist.c):
  * that table is the one list of what is accepted. NULL on ENOMEM. */
@@ -517,23 +518,34 @@ out:
 	return ret;
 }
 
-/* userxattr asks for overlayfs's marks in user.overlay.*: with
- * whiteout=overlay stackfs writes trusted.overlay.* marks, which kernel
- * overlayfs mounted with userxattr would not read: refused. With
- * whiteout=wh its marks are files, read by anyone. */
+/* userxattr asks for overlayfs's marks in user.overlay.*. A daemon
+ * without trusted.* attributes writes every record and mark there
+ * anyway (xattr/records.h), with either whiteout style. Root's stay
+ * trusted.* (it must not follow user.* records, which anyone who may
+ * write the branch can forge): with whiteout=overlay root writes
+ * trusted.overlay.* marks, which kernel overlayfs mounted with
+ * userxattr would not read, so that is refused; with whiteout=wh its
+ * marks are files, read by anyone. */
 static int userxattr_check(const struct sfs_opts *o)
 {
 	if (!o->userxattr)
 		return 0;
+	if (sfs_records_user()) {
+		sfs_compat_note("option 'userxattr' accepted: this mount writes its records "
+				"and overlay marks as user.* attributes already (no trusted.* "
+				"attributes without CAP_SYS_ADMIN)");
+		return 0;
+	}
 	if (o->whiteout == SFS_WH_OVERLAY) {
-		sfs_errmsg("bad option 'userxattr': with whiteout=overlay stackfs writes "
-			   "trusted.overlay.* marks, which overlayfs with userxattr does not "
-			   "read; use whiteout=wh or leave userxattr out");
+		sfs_errmsg("bad option 'userxattr': with whiteout=overlay stackfs run by root "
+			   "writes trusted.overlay.* marks, which overlayfs with userxattr does "
+			   "not read; use whiteout=wh or leave userxattr out");
 		return -1;
 	}
 	sfs_compat_note("option 'userxattr' accepted: user.overlay.* marks are read in "
 			"every branch; whiteouts and opaque marks are written as files "
-			"(whiteout=wh); stackfs's own records stay trusted.*");
+			"(whiteout=wh); stackfs's own records stay trusted.* (root does not "
+			"follow user.* records)");
 	return 0;
 }
 

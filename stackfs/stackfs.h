@@ -506,6 +506,9 @@ int sfs_mountflags_add(struct fuse_args *args, const char *branches);
  * one's); -EPERM with a message in err. */
 int sfs_mountflags_check(const struct sfs_snap *s, char *err, size_t len);
 void sfs_mountflags_reset(void);
+/* The line a mount without trusted.* attributes (a user's, a user
+ * namespace's root) gets at mount: what it cannot do. */
+void sfs_mountflags_rootless_note(const char *runtime);
 
 /* ---- idmap.c: owners between the branches and the view ---------------- */
 #define SFS_IDMAP_UID 0

@@ -126,7 +126,7 @@ int sfs_wh_set_opaque(int dirfd, enum sfs_whiteout_style style)
 	int fd;
 
 	if (style == SFS_WH_OVERLAY)
-		return sfs_xattr_set(dirfd, "", SFS_OVL_OPAQUE_XATTR, "y", 1, 0);
+		return sfs_xattr_set(dirfd, "", sfs_rec_name(SFS_REC_OVL_OPAQUE), "y", 1, 0);
 	fd = sfs_do_open(dirfd, SFS_WH_OPQ, O_CREAT | O_WRONLY, 0);
 	if (fd < 0)
 		return fd;
@@ -136,14 +136,16 @@ int sfs_wh_set_opaque(int dirfd, enum sfs_whiteout_style style)
 
 int sfs_redirect_set(int dirfd, const char *path, enum sfs_whiteout_style style)
 {
-	const char *name = style == SFS_WH_OVERLAY ? SFS_OVL_REDIRECT_XATTR
+	/* the overlay name of the mount's namespace: kernel overlayfs reads
+	 * user.overlay.* when mounted with userxattr */
+	const char *name = style == SFS_WH_OVERLAY ? sfs_rec_name(SFS_REC_OVL_REDIRECT)
 						   : SFS_REDIRECT_XATTR;
 	return sfs_xattr_set(dirfd, "", name, path, strlen(path), 0);
 }
 
 int sfs_dirmark_clear(int dirfd)
 {
-	static const char *const names[] = {
+	const char *const names[] = {
 		SFS_OVL_OPAQUE_XATTR, SFS_OVL_USER_OPAQUE_XATTR, SFS_REDIRECT_XATTR,
 		SFS_OVL_REDIRECT_XATTR, SFS_OVL_USER_REDIRECT_XATTR,
 	};

@@ -51,6 +51,7 @@ struct fsck {
 	bool lowers_trusted;     /* verified against the records (or --force):
 				  * what they show may be repaired */
 	bool handle_warned;
+	bool handle_denied;          /* EPERM in a user's fsck: origins not checked */
 	uint8_t (*noted)[16];    /* filesystems named in a note already */
 	size_t nnoted;
 	uint64_t entries;

@@ -264,7 +264,7 @@ static int lower_dir(struct fsck *f, size_t j, const char *p)
 /* A redirect of a directory (any of the three names), or NULL. */
 static char *redirect_of(int dfd, const char *name)
 {
-	static const char *const names[] = {
+	const char *const names[] = {
 		SFS_REDIRECT_XATTR, SFS_OVL_REDIRECT_XATTR, SFS_OVL_USER_REDIRECT_XATTR,
 	};
 	char buf[4096];
@@ -434,6 +434,8 @@ int sfs_fsck_origin_gone(struct fsck *f, const struct sfs_origin *o, const char 
 			     "no lower branch is on: not checked", path);
 		return -1;
 	}
+	if (f->handle_denied)
+		return -1;
 	fh = malloc(sizeof(*fh) + o->handle_bytes);
 	if (!fh) {
 		sfs_fsck_msg(f, true, "out of memory");
@@ -449,6 +451,14 @@ int sfs_fsck_origin_gone(struct fsck *f, const struct sfs_origin *o, const char 
 		snprintf(why, whylen, "inode %llu of %s's filesystem", (unsigned long long)o->ino,
 			 f->low[j].path);
 		return 1;
+	}
+	if (ret == -EPERM && sfs_records_user()) {
+		/* a user's fsck (rootless records): a limit, not a failure */
+		sfs_fsck_msg(f, false, "origin records are not checked against the lower "
+			     "inodes: open_by_handle_at needs CAP_DAC_READ_SEARCH, which this "
+			     "fsck has not");
+		f->handle_denied = true;
+		return -1;
 	}
 	if (ret) {
 		if (!f->handle_warned)

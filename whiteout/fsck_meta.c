@@ -217,6 +217,13 @@ void sfs_fsck_check_header(struct fsck *f)
 	st = sfs_header_parse(buf, len, &h);
 	if (st == SFS_HDR_OK && (h.flags & SFS_META_F_VOLATILE) && !f->o->in_use)
 		sfs_fsck_found(f, SFS_PR_VOLATILE_UNCLEAN, false, path, NULL);
+	/* its records are not in this process's namespace (xattr/records.h):
+	 * judged by trusted.* ones, every origin would look missing and its
+	 * index entries unused (and --repair would remove them) */
+	if (st == SFS_HDR_OK && (h.flags & SFS_META_F_USERXATTR) && !sfs_records_user()) {
+		sfs_fsck_found(f, SFS_PR_RECORDS_USER, false, path, NULL);
+		f->stop = true;
+	}
 	if (st == SFS_HDR_OK)
 		return;
 	if (st == SFS_HDR_NEWER) {

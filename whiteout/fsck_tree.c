@@ -135,7 +135,7 @@ static void check_xattrs(struct fsck *f, int dfd, const char *name, const char *
 			 const struct stat *st)
 {
 	static const char *const opq[] = { SFS_OVL_OPAQUE_XATTR, SFS_OVL_USER_OPAQUE_XATTR };
-	static const char *const rdr[] = {
+	const char *const rdr[] = {
 		SFS_REDIRECT_XATTR, SFS_OVL_REDIRECT_XATTR, SFS_OVL_USER_REDIRECT_XATTR,
 	};
 	struct sfs_fsck_problem *p;

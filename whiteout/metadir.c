@@ -319,6 +319,29 @@ out:
 	return ret;
 }
 
+/* A branch whose records are user.* is refused by a process that uses
+ * trusted.* (metadir.h: SFS_META_F_USERXATTR). */
+static int records_check(uint32_t flags, char *err, size_t errlen)
+{
+	if (!(flags & SFS_META_F_USERXATTR) || sfs_records_user())
+		return 0;
+	snprintf(err, errlen, "its records are user.* attributes, written by a mount "
+		 "without trusted.* attributes (a user's, or a user namespace's root): "
+		 "stackfs running with CAP_SYS_ADMIN does not follow records anyone who "
+		 "may write the branch can forge; mount it as the user who made it");
+	return -EPERM;
+}
+
+/* The header flags a mount writes: the whiteout style asked for (< 0:
+ * as they are), and user.* records once a process without trusted.*
+ * attributes uses the branch. */
+static uint32_t wanted_flags(uint32_t flags, int whiteout_style)
+{
+	if (whiteout_style >= 0)
+		flags = (flags & ~SFS_META_F_OVERLAY) | (whiteout_style > 0 ? SFS_META_F_OVERLAY : 0);
+	return sfs_records_user() ? flags | SFS_META_F_USERXATTR : flags;
+}
+
 int sfs_meta_open(int at_fd, int whiteout_style, bool upgrade,
 		  struct sfs_meta *m, char *err, size_t errlen)
 {
@@ -360,10 +383,15 @@ int sfs_meta_open(int at_fd, int whiteout_style, bool upgrade,
 		goto fail;
 	if (state == SFS_META_OLD && !upgrade)
 		goto old;
-	if (state != SFS_META_CURRENT) {
+	if (state == SFS_META_CURRENT) {
+		ret = records_check(h.flags, err, errlen);
+		if (ret)
+			goto fail;
+	} else {
 		memset(&h, 0, sizeof(h));
 		h.version = SFS_META_VERSION;
 		h.flags = whiteout_style > 0 ? SFS_META_F_OVERLAY : 0;
+		h.flags |= sfs_records_user() ? SFS_META_F_USERXATTR : 0;
 		h.ctime = (uint64_t)time(NULL);
 		ret = sfs_meta_new_uuid(h.uuid);
 		if (!ret)
@@ -376,8 +404,8 @@ int sfs_meta_open(int at_fd, int whiteout_style, bool upgrade,
 		ret = open_inomap(m, err, errlen);
 	if (ret)
 		goto fail_io;
-	if (whiteout_style >= 0 && !!(h.flags & SFS_META_F_OVERLAY) != (whiteout_style > 0)) {
-		h.flags ^= SFS_META_F_OVERLAY;
+	if (wanted_flags(h.flags, whiteout_style) != h.flags) {
+		h.flags = wanted_flags(h.flags, whiteout_style);
 		ret = write_header(m->dir_fd, &h);
 		if (ret)
 			goto fail_io;

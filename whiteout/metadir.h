@@ -21,6 +21,8 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "xattr/records.h"
+
 #define SFS_METADIR_NAME  ".stackfs"
 #define SFS_META_HEADER   "header"
 #define SFS_META_REGISTRY "registry"
@@ -38,6 +40,15 @@
  * (stackfs/sync.c). A flag, not a file, so that a stackfs older than
  * it refuses the branch too (an unknown flag). */
 #define SFS_META_F_VOLATILE 0x2u
+/* header flag: the union's records in the branch's tree (origin,
+ * redirect, device, and its overlay marks with whiteout=overlay) are
+ * user.* attributes, written by a process without trusted.* ones
+ * (xattr/records.h: a user's mount, a user namespace's root). A process
+ * with trusted.* attributes refuses the branch rather than follow, or
+ * silently drop, records anyone who may write the branch can forge;
+ * one without adopts a branch whose header lacks it (it could read no
+ * trusted.* record there anyway). */
+#define SFS_META_F_USERXATTR 0x4u
 
 /* Allocated union inode numbers: top 8 bits all ones, the low 56 bits a
  * sequence number from 1, never reused (see sfs_meta_ino_alloc). */
@@ -116,8 +127,9 @@ struct sfs_lower {
 
 /* On a branch root whose metadata dir is in a workdir (an overlay-style
  * mount's workdir=): the workdir's absolute path, no NUL. A trusted.*
- * name: only root can write it, and the view never shows it. */
-#define SFS_WORKDIR_XATTR "trusted.stackfs.workdir"
+ * name (only root can write it), user.* for a mount without trusted.*
+ * attributes (xattr/records.h); the view shows neither. */
+#define SFS_WORKDIR_XATTR sfs_rec_name(SFS_REC_WORKDIR)   /* or user.stackfs.workdir */
 
 struct sfs_metaloc {
 	int wd_fd;                     /* O_PATH|O_DIRECTORY of the workdir

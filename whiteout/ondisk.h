@@ -37,12 +37,12 @@ static inline bool sfs_all_zero(const void *buf, size_t n)
 
 #define SFS_HDR_MAGIC_STR "STACKFS\0"
 #define SFS_HDR_SIZE 64u
-#define SFS_HDR_KNOWN_FLAGS (SFS_META_F_OVERLAY | SFS_META_F_VOLATILE)
+#define SFS_HDR_KNOWN_FLAGS (SFS_META_F_OVERLAY | SFS_META_F_VOLATILE | SFS_META_F_USERXATTR)
 
 struct sfs_disk_header {
 	uint8_t  h_magic[8];        /*  0 "STACKFS\0" */
 	uint32_t h_version;         /*  8 format version, 1 */
-	uint32_t h_flags;           /* 12 SFS_META_F_*; bit 0: overlay whiteouts, bit 1: volatile */
+	uint32_t h_flags;           /* 12 SFS_META_F_*; bit 0: overlay whiteouts, bit 1: volatile, bit 2: user.* records */
 	uint8_t  h_uuid[16];        /* 16 branch UUID, random at creation */
 	uint64_t h_ctime;           /* 32 creation time, seconds since the epoch */
 	uint8_t  h_reserved[20];    /* 40 zero */

@@ -2,7 +2,8 @@
  * entry it came from, so the union inode (st_ino, the kernel's inode and
  * every open descriptor) stays the same across copy-up.
  *
- * Stored as the xattr trusted.stackfs.origin on the copy, written in the
+ * Stored as the xattr trusted.stackfs.origin (user.stackfs.origin in a
+ * process without trusted.* attributes: xattr/records.h) on the copy, written in the
  * staging directory before the copy is renamed into place.
  * Value v2 (little-endian, 36 + handle_bytes bytes):
  *   0  u8   version = 2
@@ -22,7 +23,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SFS_ORIGIN_XATTR "trusted.stackfs.origin"
+#include "xattr/records.h"
+
+/* trusted.stackfs.origin, or user.stackfs.origin (xattr/records.h) */
+#define SFS_ORIGIN_XATTR sfs_rec_name(SFS_REC_ORIGIN)
 #define SFS_ORIGIN_VERSION 2
 #define SFS_ORIGIN_HANDLE_MAX 128
 #define SFS_ORIGIN_MAX (36 + SFS_ORIGIN_HANDLE_MAX)

@@ -142,6 +142,12 @@ static const struct sfs_problem_desc table[SFS_PR_COUNT] = {
 	   "wrote may be lost or partial, a deleted file back; a mount refuses it", 0,
 	   "none: nothing tells what was lost; throw the branch away, or keep it as it is by "
 	   "mounting it once with -o accept_unclean (which clears the flag)"),
+	/* who wrote the records */
+	PR(RECORDS_USER, "the branch's records are user.* attributes (the header's flag: "
+	   "written by a mount without CAP_SYS_ADMIN) and this fsck runs with it: it does not "
+	   "judge records anyone who may write the branch can forge, and a mount as root "
+	   "refuses the branch; nothing else of the tree is checked", 0,
+	   "none: run fsck as the user who mounts the branch"),
 };
 
 const struct sfs_problem_desc *sfs_problem_desc(enum sfs_problem_code code)

@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <sys/stat.h>
 
+#include "xattr/records.h"
+
 enum sfs_whiteout_style { SFS_WH_AUFS = 0, SFS_WH_OVERLAY = 1 };
 
 #define SFS_WH_PREFIX ".wh."
@@ -22,7 +24,8 @@ enum sfs_whiteout_style { SFS_WH_AUFS = 0, SFS_WH_OVERLAY = 1 };
 #define SFS_OVL_USER_OPAQUE_XATTR "user.overlay.opaque"
 #define SFS_OVL_REDIRECT_XATTR "trusted.overlay.redirect"
 #define SFS_OVL_USER_REDIRECT_XATTR "user.overlay.redirect"
-#define SFS_REDIRECT_XATTR "trusted.stackfs.redirect"
+/* trusted.stackfs.redirect, or user.stackfs.redirect (xattr/records.h) */
+#define SFS_REDIRECT_XATTR sfs_rec_name(SFS_REC_REDIRECT)
 
 /* Names of the aufs format: ".wh.*". Never shown, never created. */
 static inline bool sfs_wh_reserved_name(const char *name)
@@ -40,7 +43,7 @@ static inline bool sfs_wh_is_chr_whiteout(const struct stat *st)
 
 /* The marker of a real character device 0:0 (made through a view with
  * -o whiteout=wh, or copied from one): never a whiteout. */
-#define SFS_DEVICE_XATTR "trusted.stackfs.device"
+#define SFS_DEVICE_XATTR sfs_rec_name(SFS_REC_DEVICE)   /* or user.stackfs.device */
 /* Whether entry `ent` of directory fd (fd itself when ent is "", an
  * O_PATH fd), whose stat is st, is an overlayfs whiteout: a 0:0
  * character device without the device marker. The marker is read only

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/bio.h"
+#include "xattr/records.h"
 #include "xattr/xattr.h"
 
 /* The (fd, name) pair the xattr calls take for an entry. */
@@ -119,6 +120,23 @@ int sfs_xattr_copy(const struct sfs_entry_ref *src, const struct sfs_entry_ref *
 	return ret;
 }
 
+/* The owner of st given to fd. A process without trusted.* attributes
+ * (records.h: a user's mount, a user namespace's root) may give only
+ * the ids it has or that its namespace maps: the parts it may not
+ * give (EPERM, or EINVAL for an id outside the mapped ranges) stay
+ * its own, as fuse-overlayfs leaves them rootless. Root gets every
+ * refusal: a copy that silently changed owner would change access. */
+static int copy_owner(int fd, const struct stat *st)
+{
+	if (sfs_do_fchownat(fd, "", st->st_uid, st->st_gid, AT_EMPTY_PATH) == 0)
+		return 0;
+	if (!sfs_records_user() || (errno != EPERM && errno != EINVAL))
+		return -errno;
+	sfs_do_fchownat(fd, "", st->st_uid, (gid_t)-1, AT_EMPTY_PATH);
+	sfs_do_fchownat(fd, "", (uid_t)-1, st->st_gid, AT_EMPTY_PATH);
+	return 0;
+}
+
 int sfs_meta_copy(const struct sfs_entry_ref *src, const struct stat *st,
 		  const struct sfs_entry_ref *dst, bool times)
 {
@@ -127,9 +145,9 @@ int sfs_meta_copy(const struct sfs_entry_ref *src, const struct stat *st,
 	int ret = 0;
 
 	/* chown first: it clears set-ID bits and file capabilities */
-	if (sfs_do_fchownat(dst->fd, "", st->st_uid, st->st_gid, AT_EMPTY_PATH) < 0)
-		return -errno;
-	ret = sfs_xattr_copy(src, dst, lnk);
+	ret = copy_owner(dst->fd, st);
+	if (ret == 0)
+		ret = sfs_xattr_copy(src, dst, lnk);
 	/* the mode after the ACL, whose mask it must agree with */
 	if (ret == 0 && !lnk)
 		ret = sfs_do_fchmod(dst->fd, st->st_mode & 07777);

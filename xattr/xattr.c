@@ -229,17 +229,25 @@ bool sfs_xattr_is_escaped(const char *name)
 	return p && !strncmp(name + p, "overlay.", 8);
 }
 
+/* The union's own namespace: trusted.stackfs.* and user.stackfs.* (the
+ * records of a mount without trusted.* attributes, xattr/records.h) in
+ * every mount, whichever it writes: a record set through a view, or
+ * copied up, would be followed by another mount of the branch. */
+static bool is_ours(const char *name)
+{
+	return !strncmp(name, "trusted.stackfs.", 16) || !strncmp(name, "user.stackfs.", 13);
+}
+
 bool sfs_xattr_is_private(const char *name)
 {
-	return (ovl_prefix(name) && !sfs_xattr_is_escaped(name)) ||
-	       strncmp(name, "trusted.stackfs.", 16) == 0;
+	return (ovl_prefix(name) && !sfs_xattr_is_escaped(name)) || is_ours(name);
 }
 
 int sfs_xattr_stored_name(const char *name, char *buf, size_t len)
 {
 	size_t p = ovl_prefix(name);
 
-	if (!strncmp(name, "trusted.stackfs.", 16))
+	if (is_ours(name))
 		return -EPERM;
 	if (snprintf(buf, len, "%.*s%s%s", (int)p, name, p ? "overlay." : "", name + p) >= (int)len)
 		return -ERANGE;

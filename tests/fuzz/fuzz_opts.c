@@ -39,6 +39,7 @@
 #include "common/foreign.c"
 #include "union/branch_spec.c"
 #include "common/escape.c"
+#include "xattr/records.c"
 
 /* compat.c logs its notes once the daemon's log is open: not here */
 void sfs_log(int level, const char *fmt, ...)

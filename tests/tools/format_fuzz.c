@@ -46,6 +46,7 @@
 #include "whiteout/inomap.c"
 #include "whiteout/origin.c"
 #include "xattr/xattr.c"
+#include "xattr/records.c"
 #include "whiteout/journal.c"
 
 /* ------------------------------------------------------------ random */
