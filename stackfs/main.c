@@ -293,6 +293,9 @@ int main(int argc, char **argv)
 			o->branches ? "MOUNTPOINT" : "BRANCHES and MOUNTPOINT");
 		ret = 2;
 	} else {
+		/* root's mount follows the branches' user.overlay.redirect
+		 * only when told they are meant (whiteout/dirmark.c) */
+		sfs_dirmark_user_redirects(o->userxattr);
 		ret = run(&args, o);
 	}
 	if (sfs_node_root())

@@ -424,6 +424,33 @@ outside_unchanged() {
 	outside_unchanged
 }
 
+# A user who may write a branch sets user.overlay.redirect (no privilege
+# needed) on a directory of hers, pointing at a lower directory whose
+# path root's 0700 parent closes to her: root's view follows it only when
+# mounted with userxattr (the branches' user.overlay.* marks are meant).
+@test "a user.overlay.redirect in a branch is not followed by root's mount unless it has userxattr" {
+	sfs_setup_branches mid
+	mkdir -p "$MID/closed/inner" "$MID/hers"
+	chmod 0700 "$MID/closed"
+	chmod 0755 "$MID/closed/inner"
+	echo private >"$MID/closed/inner/p"
+	chmod 0644 "$MID/closed/inner/p"
+	mkdir "$UP/hers"
+	chown nobody:nogroup "$UP/hers" "$MID/hers"
+	# what she may set on her own directory (set here by root: the suite's
+	# directories are closed to her)
+	setfattr -n user.overlay.redirect -v /closed/inner "$UP/hers"
+	sfs_mount "$UP:$MID" "$MNT"
+	run ls -A "$MNT/hers"
+	refute_output --partial p
+	run -1 as_nobody cat hers/p
+	"$SFS" umount "$MNT"
+	# told that user.overlay.* marks are meant: followed, as before
+	sfs_mount "$UP:$MID" "$MNT" userxattr
+	run -0 ls -A "$MNT/hers"
+	assert_output p
+}
+
 @test "staging leftovers planted in .stackfs/work (symlinks, a hard link, a tree) are removed without touching their targets" {
 	"$TOOLS/format_fuzz" mkmeta "$UP" "$LO" >/dev/null
 	local w=$UP/.stackfs/work

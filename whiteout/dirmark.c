@@ -15,6 +15,7 @@
 #include "common/bio.h"
 #include "whiteout/origin.h"
 #include "whiteout/whiteout.h"
+#include "xattr/records.h"
 #include "xattr/xattr.h"
 
 /* The names of dirfd's attributes, in a buffer grown as needed. */
@@ -57,11 +58,25 @@ static bool is_opaque_name(const char *n)
 	       strcmp(n, SFS_OVL_USER_OPAQUE_XATTR) == 0;
 }
 
+/* Whether user.overlay.redirect is followed: by a process whose own
+ * records are user.* (a user's mount reaches only what its user may),
+ * and by root when told the branches' user.overlay.* marks are meant
+ * (userxattr). Otherwise anyone who may write a branch could set one on
+ * a directory of hers and see, through root's view, a lower directory
+ * whose path would not let her in; kernel overlayfs follows none. */
+static bool user_redirects;
+
+void sfs_dirmark_user_redirects(bool follow)
+{
+	user_redirects = follow;
+}
+
 static bool is_redirect_name(const char *n)
 {
 	return strcmp(n, SFS_REDIRECT_XATTR) == 0 ||
 	       strcmp(n, SFS_OVL_REDIRECT_XATTR) == 0 ||
-	       strcmp(n, SFS_OVL_USER_REDIRECT_XATTR) == 0;
+	       ((user_redirects || sfs_records_user()) &&
+		strcmp(n, SFS_OVL_USER_REDIRECT_XATTR) == 0);
 }
 
 static int marks_from_xattrs(int dirfd, struct sfs_dirmark *m)

@@ -85,6 +85,10 @@ struct sfs_dirmark {
 	bool has_origin;          /* carries an origin record (a copy-up) */
 };
 int sfs_dirmark_read(int dirfd, struct sfs_dirmark *m);
+/* Whether a root process follows user.overlay.redirect too (a mount
+ * given userxattr); one whose records are user.* always does. Set once,
+ * before any branch is read. */
+void sfs_dirmark_user_redirects(bool follow);
 void sfs_dirmark_free(struct sfs_dirmark *m);
 /* Records a redirect, in the format of the style. */
 int sfs_redirect_set(int dirfd, const char *path, enum sfs_whiteout_style style);
