@@ -8,7 +8,8 @@
 # seed to replay), KDIFF_COUNT (sequences per whiteout style), KDIFF_OPS
 # (operations per sequence).
 
-KDIFF=$SFS_REPO/tests/tools/kdiff.py
+# beside this file, whoever loads it (tests/ or tests/stress/)
+KDIFF=$(cd "$(dirname "${BASH_SOURCE[0]}")/../tools" && pwd)/kdiff.py
 
 # kd_init: skips without kernel overlayfs; the mount points, recorded
 # once for cleanup (a sequence mounts and unmounts them many times).
