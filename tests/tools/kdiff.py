@@ -17,7 +17,7 @@
                                result): each disagreement, exit 1 if any
   kdiff.py selftest DIR        the comparison finds a difference put in
                                on purpose (one per field); exit 1 if not
-  kdiff.py loop STYLE FIRST COUNT N DIR MNT KMNT STACKFS [--inject]
+  kdiff.py loop STYLE FIRST COUNT N DIR MNT KMNT STACKFS [--mid] [--inject]
                                COUNT sequences (seeds FIRST..) of N
                                operations each, the whole differential
                                test of each (below) in DIR/s<SEED>, with
@@ -26,8 +26,13 @@
                                overlayfs on KMNT; a report of each that
                                disagrees, exit 1 if any does; exit 2 when
                                a mount or unmount failed (it stops there);
-                               --inject puts a difference into the
-                               kernel's lower on purpose (inject())
+                               --mid adds a middle ro layer that kernel
+                               overlayfs wrote (Loop.layers; not in the
+                               bats files while the bug it finds is
+                               open: NOTES.md "Differences from kernel
+                               overlayfs"); --inject
+                               puts a difference into the kernel's lower
+                               on purpose (inject())
 
 One sequence: a random lower tree (tree SEED) in two identical copies;
 the N operations of SEED through a stackfs view (a rw upper over the
@@ -444,8 +449,9 @@ class Known:
     of them: the kernel shows such a file, copied up or not, with the
     lower inode's number (index=on, every layer on one filesystem)."""
 
-    def __init__(self, k_dump=(), klo_dump=()):
-        self.lower_hl = {e[INO]: e for e in parse_dump(klo_dump).values()
+    def __init__(self, k_dump=(), klow_dumps=()):
+        self.lower_hl = {e[INO]: e for x in klow_dumps
+                         for e in parse_dump(x).values()
                          if e[0] == "f" and int(e[NLINK]) > 1}
         self.hl = {p: e[INO] for p, e in parse_dump(k_dump).items()
                    if e[0] == "f" and e[INO] in self.lower_hl}
@@ -629,23 +635,29 @@ def sh(*cmd):
                                                r.stdout.decode().strip()))
 
 
+# the middle layer (--mid) is an upper the kernel wrote over the lower
+# with a sequence of its own: its whiteouts, opaque directories,
+# redirects and copies, read by both as a ro layer
+MID_KOPTS = "redirect_dir=on,index=off,metacopy=off"
+
+
 class Loop:
-    def __init__(self, style, top, mnt, kmnt, sfs, inject=False):
+    def __init__(self, style, top, mnt, kmnt, sfs, inject=False, mid=False):
         self.style, self.top, self.mnt, self.kmnt, self.sfs = \
             style, top, mnt, kmnt, sfs
-        self.inject = inject
+        self.inject, self.mid = inject, mid
 
-    def sfs_mount(self, upper, lower):
+    def sfs_mount(self, upper, lowers):
         sh(self.sfs, "mount", "-o", "whiteout=" + self.style,
-           "%s:%s=ro" % (upper, lower), self.mnt)
+           upper + "".join(":%s=ro" % x for x in lowers), self.mnt)
 
     def sfs_umount(self):
         sh(self.sfs, "umount", self.mnt)
 
-    def kmount(self, lower, upper, work):
+    def kmount(self, lowers, upper, work, opts=KOPTS):
         sh("mount", "-t", "overlay", "overlay", "-o",
-           "lowerdir=%s,upperdir=%s,workdir=%s,%s" % (lower, upper, work,
-                                                      KOPTS), self.kmnt)
+           "lowerdir=%s,upperdir=%s,workdir=%s,%s" % (":".join(lowers), upper,
+                                                      work, opts), self.kmnt)
 
     def kumount(self):
         sh("umount", self.kmnt)
@@ -658,22 +670,37 @@ class Loop:
         finally:
             umount()
 
+    def layers(self, seed, n, p):
+        """The lower layers of both, highest first: the random tree, and
+        with --mid the kernel's upper of N/2 operations of their own over
+        it; and the dumps of the kernel's copies."""
+        tree(seed, p["lo"])
+        lows, klows = [p["lo"]], [p["klo"]]
+        if self.mid:
+            self.on_view(lambda: self.kmount([p["lo"]], p["mid"], p["mw"],
+                                             MID_KOPTS), self.kumount,
+                         lambda: run_view(self.kmnt, ops("mid%d" % seed,
+                                                         n // 2)))
+            lows.insert(0, p["mid"])
+            klows.insert(0, p["kmid"])
+        for x, y in zip(lows, klows):
+            sh("cp", "-a", x + "/.", y)
+        if self.inject:
+            inject(p["klo"])
+        return lows, klows, [dump(x, []) for x in klows]
+
     def sequence(self, seed, n):
         """The disagreements of one sequence, as report lines."""
         d = os.path.join(self.top, "s%d" % seed)
         shutil.rmtree(d, ignore_errors=True)
         p = {k: os.path.join(d, k) for k in
-             ("lo", "up", "klo", "kup", "kw", "xw")}
+             ("lo", "up", "klo", "kup", "kw", "xw", "mid", "kmid", "mw")}
         for x in p.values():
             os.makedirs(x)
-        tree(seed, p["lo"])
-        sh("cp", "-a", p["lo"] + "/.", p["klo"])
-        if self.inject:
-            inject(p["klo"])
-        klo_dump = dump(p["klo"], [])
+        lows, klows, klow_dumps = self.layers(seed, n, p)
         seq = ops(seed, n)
-        s_up = lambda: self.sfs_mount(p["up"], p["lo"])
-        k_up = lambda: self.kmount(p["klo"], p["kup"], p["kw"])
+        s_up = lambda: self.sfs_mount(p["up"], lows)
+        k_up = lambda: self.kmount(klows, p["kup"], p["kw"])
         s_log, s_dump = self.on_view(
             s_up, self.sfs_umount,
             lambda: run_view(self.mnt, seq,
@@ -682,18 +709,18 @@ class Loop:
             k_up, self.kumount,
             lambda: run_view(self.kmnt, seq,
                              lambda: (self.kumount(), k_up())))
-        known = Known(k_dump, klo_dump)
+        known = Known(k_dump, klow_dumps)
         out = section("results (A stackfs, B kernel)",
                       compare_logs(s_log, k_log, known))
         out += section("views (A stackfs, B kernel)",
                        compare_dumps(s_dump, k_dump, known))
-        out += self.cross(p, s_dump, k_dump, known)
+        out += self.cross(p, lows, klows, s_dump, k_dump, known)
         save(d, "s.ops", s_log)
         save(d, "k.ops", k_log)
         return out
 
-    def cross(self, p, s_dump, k_dump, known):
-        ks = self.on_view(lambda: self.sfs_mount(p["kup"], p["klo"]),
+    def cross(self, p, lows, klows, s_dump, k_dump, known):
+        ks = self.on_view(lambda: self.sfs_mount(p["kup"], klows),
                           self.sfs_umount, lambda: dump(self.mnt, []))
         out = section("the kernel's upper (A kernel, B stackfs over it)",
                       compare_dumps(k_dump, ks, known, cross=True))
@@ -701,7 +728,7 @@ class Loop:
             return out
         # the kernel shows stackfs's metadata directory (NOTES.md
         # "Differences from kernel overlayfs"): checked, then left out
-        sk = self.on_view(lambda: self.kmount(p["lo"], p["up"], p["xw"]),
+        sk = self.on_view(lambda: self.kmount(lows, p["up"], p["xw"]),
                           self.kumount, lambda: kernel_over_sfs(self.kmnt))
         out += section("stackfs's upper (A stackfs, B kernel over it)",
                        compare_dumps(s_dump, sk, known, cross=True))
@@ -751,8 +778,9 @@ def inject(klo):
         f.write("only in the kernel's lower\n")
 
 
-def loop(style, first, count, n, top, mnt, kmnt, sfs, inject=False):
-    lp = Loop(style, top, mnt, kmnt, sfs, inject)
+def loop(style, first, count, n, top, mnt, kmnt, sfs, flags):
+    lp = Loop(style, top, mnt, kmnt, sfs, "--inject" in flags,
+              "--mid" in flags)
     bad = 0
     for seed in range(first, first + count):
         try:
@@ -798,9 +826,10 @@ def main(argv):
         return compare(argv[2], argv[3], len(argv) == 5 and argv[4] == "--ops")
     elif cmd == "selftest" and len(argv) == 3:
         return selftest(argv[2])
-    elif cmd == "loop" and len(argv) in (10, 11):
+    elif cmd == "loop" and len(argv) >= 10 and \
+            set(argv[10:]) <= {"--inject", "--mid"}:
         return loop(argv[2], int(argv[3]), int(argv[4]), int(argv[5]),
-                    *argv[6:10], inject=argv[10:] == ["--inject"])
+                    *argv[6:10], argv[10:])
     else:
         sys.stderr.write(__doc__)
         return 2
