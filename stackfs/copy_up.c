@@ -486,12 +486,23 @@ static int copy_file_flags(const struct sfs_layer *src, int fd, mode_t mode)
 	return S_ISREG(mode) ? sfs_copy_flags(src->fd, fd) : 0;
 }
 
+/* Whether a directory was removed: an rmdir through the view moved its
+ * upper copy out and deleted it, and a node of an entry it held may still
+ * have it as its parent's layer (a hard link reached last by a name in it,
+ * changed through another). No name in it shows anything any more. */
+static bool dir_removed(int dirfd)
+{
+	struct stat st;
+
+	return sfs_do_fstat(dirfd, &st) == 0 && st.st_nlink == 0;
+}
+
 /* Under the parent's namespace lock: puts the copy under the name if the
  * name still shows the node — the staged s (tmp set), renamed, or an
  * existing copy fd of the index, linked — then a fresh copy's inode
  * flags (after: an immutable entry cannot be renamed). 1 when placed, 0
- * when the name has gone to another entry, or -errno with nothing
- * placed. */
+ * when the name has gone to another entry or its directory was removed,
+ * or -errno with nothing placed. */
 static int place_file(struct sfs_node *n, struct sfs_node *parent,
 		      const struct sfs_layer *src, mode_t mode, int dirfd,
 		      const char *name, int workfd, struct staged *s)
@@ -505,6 +516,8 @@ static int place_file(struct sfs_node *n, struct sfs_node *parent,
 		      link_copy(s->fd, dirfd, name);
 	if (ret == -EEXIST)
 		return 0; /* an entry made there behind the union's back */
+	if (ret == -ENOENT && dir_removed(dirfd))
+		return 0;
 	if (ret < 0 || !fresh)
 		return ret < 0 ? ret : 1;
 	ret = copy_file_flags(src, s->fd, mode);
