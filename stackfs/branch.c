@@ -446,43 +446,6 @@ out_free:
 	return ret;
 }
 
-/* The stable ids of a branch: its filesystem's and its own, from the
- * registry of `reg` (the highest rw branch's metadata). */
-static int branch_ids(struct sfs_branch *b, struct sfs_meta *reg)
-{
-	uint8_t handle[SFS_HANDLE_MAX];
-	unsigned hbytes = sizeof(handle);
-	int htype, ret = sfs_fs_uuid(b->root_fd, b->fs_uuid);
-
-	if (ret == 0)
-		ret = sfs_meta_fs_id(reg, b->fs_uuid, &b->fs_id);
-	if (ret == 0)
-		ret = sfs_fs_handle(b->root_fd, "", &htype, handle, &hbytes);
-	if (ret == 0)
-		ret = sfs_meta_branch_id(reg, b->fs_uuid, htype, handle, hbytes, &b->id);
-	return ret;
-}
-
-/* Without a rw branch there is no registry: ids by order of appearance,
- * stable only as long as the branch list is. */
-static void ids_by_order(struct sfs_snap *s)
-{
-	uint32_t nfs = 0;
-
-	for (unsigned i = 0; i < s->n; i++) {
-		struct sfs_branch *b = s->b[i];
-
-		sfs_fs_uuid(b->root_fd, b->fs_uuid);
-		b->id = i + 1;
-		b->fs_id = 0;
-		for (unsigned j = 0; j < i && !b->fs_id; j++)
-			if (s->b[j]->dev == b->dev)
-				b->fs_id = s->b[j]->fs_id;
-		if (!b->fs_id)
-			b->fs_id = ++nfs;
-	}
-}
-
 /* A rw branch root that other users can write: said at mount, on the
  * terminal and in the log (the mount goes on: such a layout is common,
  * and the metadata directory is checked on its own). The terminal line
@@ -571,29 +534,6 @@ static int meta_open(struct sfs_branch *b, unsigned idx, int style, bool upgrade
 	return 0;
 }
 
-/* Every branch below a rw branch gets a record in that branch's own
- * registry too (the highest rw branch's has them all already): fsck
- * checks that the directories its lowers names are those branches. */
-static void register_below(struct sfs_snap *s)
-{
-	for (unsigned i = 0; i < s->n; i++) {
-		if (!s->b[i]->meta || s->b[i]->meta == s->reg)
-			continue;
-		sfs_meta_reg_hold(s->b[i]->meta);
-		for (unsigned j = i + 1; j < s->n; j++) {
-			uint8_t handle[SFS_HANDLE_MAX];
-			unsigned hbytes = sizeof(handle);
-			uint32_t id;
-			int htype;
-
-			if (sfs_fs_handle(s->b[j]->root_fd, "", &htype, handle, &hbytes) == 0)
-				sfs_meta_branch_id(s->b[i]->meta, s->b[j]->fs_uuid, htype, handle,
-						   hbytes, &id);
-		}
-		sfs_meta_reg_release(s->b[i]->meta);
-	}
-}
-
 /* Records the branch list in every rw branch, for fsck and diff: the
  * branches that show names (data-only ones hold no names to judge). */
 static void write_lowers(struct sfs_snap *s)
@@ -602,7 +542,7 @@ static void write_lowers(struct sfs_snap *s)
 
 	if (!v)
 		return;
-	register_below(s);
+	sfs_snap_register_below(s);
 	for (unsigned i = 0; i < s->n; i++) {
 		v[i].path = s->b[i]->path;
 		v[i].rw = s->b[i]->mode == SFS_BRANCH_RW;
@@ -611,13 +551,6 @@ static void write_lowers(struct sfs_snap *s)
 		if (s->b[i]->meta)
 			sfs_meta_write_lowers(s->b[i]->meta, v, s->data_from);
 	free(v);
-}
-
-/* Names the branch roots for the seam's traces and logs ("b3 /a/b"). */
-static void register_roots(const struct sfs_snap *s)
-{
-	for (unsigned i = 0; i < s->n; i++)
-		sfs_do_register(s->b[i]->id, s->b[i]->path);
 }
 
 int sfs_snap_prepare_meta(struct sfs_snap *s, int whiteout_style, bool upgrade,
@@ -630,28 +563,11 @@ int sfs_snap_prepare_meta(struct sfs_snap *s, int whiteout_style, bool upgrade,
 			ret = meta_open(s->b[i], i, whiteout_style, upgrade, err, errlen);
 	if (ret < 0)
 		return ret;
-	if (s->top_rw < 0) {
-		ids_by_order(s);
-		register_roots(s);
-		return 0;
-	}
-	s->reg = s->b[s->top_rw]->meta;
-	sfs_meta_reg_hold(s->reg);
-	for (unsigned i = 0; ret == 0 && i < s->n; i++) {
-		ret = branch_ids(s->b[i], s->reg);
-		if (ret < 0)
-			berr(err, errlen, "branch #%u (\"%s\"): registering its id: %s",
-			     i, s->b[i]->path, strerror(-ret));
-	}
-	if (sfs_meta_reg_release(s->reg) < 0 && ret == 0) {
-		ret = -EIO;
-		berr(err, errlen, "branch #%d (\"%s\"): writing its registry of ids failed",
-		     s->top_rw, s->b[s->top_rw]->path);
-	}
-	if (ret == 0) {
+	ret = sfs_snap_ids(s, err, errlen);
+	if (ret == 0 && s->top_rw >= 0)
 		write_lowers(s);
-		register_roots(s);
-	}
+	if (ret == 0)
+		sfs_snap_register_roots(s);
 	return ret;
 }
 
@@ -734,30 +650,6 @@ static int change_rw_ready(struct sfs_snap *s, unsigned idx, const char *mp, int
 	return ret ? ret : meta_open(b, idx, style, false, err, errlen);
 }
 
-/* The registry stays the one of the snapshot before while its branch is
- * kept (ids, and so inode numbers, do not move); else the new highest
- * rw branch's, and every id is taken again. */
-static int change_ids(struct sfs_snap *s, const struct sfs_snap *old)
-{
-	bool kept = false;
-	int ret = 0;
-
-	for (unsigned i = 0; i < s->n; i++)
-		kept |= old->reg && s->b[i]->meta == old->reg;
-	s->reg = kept ? old->reg : s->top_rw >= 0 ? s->b[s->top_rw]->meta : NULL;
-	if (!s->reg) {
-		ids_by_order(s);
-		return 0;
-	}
-	sfs_meta_reg_hold(s->reg);
-	for (unsigned i = 0; ret == 0 && i < s->n; i++)
-		if (!kept || !s->b[i]->id)
-			ret = branch_ids(s->b[i], s->reg);
-	if (sfs_meta_reg_release(s->reg) < 0 && ret == 0)
-		ret = -EIO;
-	return ret;
-}
-
 int sfs_snap_change(const struct sfs_snap *old, const struct sfs_change *c,
 		    const char *mountpoint, int whiteout_style,
 		    struct sfs_snap **out, char *err, size_t errlen)
@@ -786,11 +678,11 @@ int sfs_snap_change(const struct sfs_snap *old, const struct sfs_change *c,
 		berr(err, errlen, "no branch would be left");
 		ret = -EINVAL;
 	}
-	if (ret == 0 && (ret = change_ids(s, old)) < 0)
+	if (ret == 0 && (ret = sfs_snap_change_ids(s, old)) < 0)
 		berr(err, errlen, "registering branch ids: %s", strerror(-ret));
 	if (ret == 0) {
 		write_lowers(s);
-		register_roots(s);
+		sfs_snap_register_roots(s);
 		*out = s;
 		s = NULL;
 	}

@@ -58,6 +58,18 @@ struct sfs_snap {
 	struct sfs_branch *b[];
 };
 
+/* branch_ids.c: the ids of s's branches and filesystems, from the
+ * registry of its highest rw branch (s->reg), or by order without one.
+ * 0, or -errno with a message in err. */
+int sfs_snap_ids(struct sfs_snap *s, char *err, size_t errlen);
+/* The same for a snapshot changed from old: old's registry and ids kept
+ * when it still has that rw branch. */
+int sfs_snap_change_ids(struct sfs_snap *s, const struct sfs_snap *old);
+/* Records of the branches below each other rw branch in its registry. */
+void sfs_snap_register_below(struct sfs_snap *s);
+/* Names the branch roots for the seam's traces and logs. */
+void sfs_snap_register_roots(const struct sfs_snap *s);
+
 /* A change of the branch set of a live mount. */
 enum sfs_change_op { SFS_CHANGE_ADD, SFS_CHANGE_REMOVE, SFS_CHANGE_MODE };
 struct sfs_change {

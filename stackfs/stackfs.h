@@ -59,6 +59,20 @@ struct sfs_opts {
 int sfs_opts_parse(struct fuse_args *args, struct sfs_opts *o);
 /* Frees what sfs_opts_parse allocated in o. */
 void sfs_opts_free(struct sfs_opts *o);
+/* arg is "name=value", the second value of name that says otherwise:
+ * refused with a message (-1). */
+int sfs_opt_conflict(const char *arg);
+
+/* ---- opts_branches.c: the branches by options, not BRANCHES --------- */
+/* Takes a lowerdir=, lowerdir+=, upperdir=, workdir= or branches= option
+ * (its sfs_optkey): 0, or -1 with a message. */
+int sfs_optb_take(const char *arg, int key);
+/* After parsing: the branches those options give, as o->branches, and
+ * the operands sorted out (the mount point alone, or SOURCE MOUNTPOINT).
+ * 0, or -1 with a message. Frees what was taken. */
+int sfs_optb_finish(struct sfs_opts *o);
+/* Forgets what was taken (a failed parse). */
+void sfs_optb_reset(void);
 void sfs_opts_usage(const char *prog);
 
 /* ---- node.c: the inode table ---------------------------------------- */

@@ -32,12 +32,14 @@
 #include <unistd.h>
 
 #include "stackfs/opts.c"
+#include "stackfs/opts_branches.c"
 #include "stackfs/compat.c"
 #include "stackfs/idmap.c"
 #include "stackfs/mountflags.c"
 #include "common/optlist.c"
 #include "common/foreign.c"
 #include "union/branch_spec.c"
+#include "union/branch_file.c"
 #include "common/escape.c"
 #include "xattr/records.c"
 
@@ -46,6 +48,12 @@ void sfs_log(int level, const char *fmt, ...)
 {
 	(void)level;
 	(void)fmt;
+}
+
+/* mountflags.c's rootless note asks whether the log is the terminal */
+bool sfs_log_keeps_stderr(void)
+{
+	return false;
 }
 
 /* libFuzzer learns of a failed check by a crash */
