@@ -251,12 +251,12 @@ fi_measure() {
 
 # fi_points COUNT: the crash points to try: every N from 1 to COUNT and
 # "after" (the last call made, then the kill) with FI_ALL=1; else about
-# FI_POINTS (default 8) of them spread evenly, the first and the last
+# FI_POINTS (default 6) of them spread evenly, the first and the last
 # always among them. On the suite's other filesystems (tests/run) half as
 # many by default, halfway between the first one's: the suite as a whole
 # tries more points in less time (every one in `make stress`).
 fi_points() {
-	local count=$1 max=${FI_POINTS:-8} n step off=1 other=0
+	local count=$1 max=${FI_POINTS:-6} n step off=1 other=0
 	if [[ -z ${FI_POINTS:-} && -n ${SFS_SUITE_FIRST_FS:-} && ${SFS_FS:-} != "$SFS_SUITE_FIRST_FS" ]]; then
 		max=4 other=1
 	fi
