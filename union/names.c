@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/bio.h"
 #include "union/names.h"
 #include "whiteout/whiteout.h"
 
@@ -84,13 +85,10 @@ static int add_name(struct sfs_unames *ix, const char *name, unsigned b)
 /* Reads the listing of the directory at O_PATH fd into the index. */
 static int read_layer(struct sfs_unames *ix, int fd, unsigned b, size_t max_names)
 {
-	int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+	DIR *d = sfs_do_opendir(fd, ".");
 	struct dirent *de;
 	int ret = d ? 0 : -errno;
 
-	if (!d && dfd >= 0)
-		close(dfd);
 	while (ret == 0 && (errno = 0, de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
