@@ -200,10 +200,17 @@ sfs_make_image() {
 # _SFS_MI_TARGET, _SFS_MI_TYPE and _SFS_MI_DEV (MAJ:MIN), in mount order.
 # Nothing is stat'ed: a mount whose server never answers is not entered.
 _sfs_mountinfo() {
-	local -a f
-	local i target
+	local -a f mi
+	local i target line
 	_SFS_MI_TARGET=() _SFS_MI_TYPE=() _SFS_MI_DEV=()
-	while read -ra f; do
+	# read whole, from start to end (mapfile reads on, never seeks): the
+	# builtin read seeks back after each line, and a seek in mountinfo
+	# counts entries again from the first, so a mount or unmount elsewhere
+	# meanwhile (the other filesystem's run) made a line be skipped (a
+	# live mount taken for none)
+	mapfile -t mi </proc/self/mountinfo
+	for line in "${mi[@]}"; do
+		read -ra f <<<"$line"
 		target=${f[4]}
 		[[ $target == *\\* ]] && printf -v target '%b' "${target//\\/\\0}"
 		for ((i = 6; i < ${#f[@]}; i++)); do
@@ -212,7 +219,7 @@ _sfs_mountinfo() {
 		_SFS_MI_TARGET+=("$target")
 		_SFS_MI_TYPE+=("${f[i + 1]}")
 		_SFS_MI_DEV+=("${f[2]}")
-	done </proc/self/mountinfo
+	done
 }
 
 # _sfs_mount_at MP: sets _SFS_AT to the index of the topmost mount on MP
