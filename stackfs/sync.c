@@ -356,10 +356,17 @@ void sfs_sync_branch_close(struct sfs_meta *m)
 	if (sfs_m.opts.sync != SFS_SYNC_VOLATILE || !(m->flags & SFS_META_F_VOLATILE) ||
 	    m->dir_fd < 0)
 		return;
-	/* what the mount left unsynced, then the flag that said so */
+	/* what the mount left unsynced, then the flag that said so: in
+	 * place, making no name in the metadata dir (a container engine may
+	 * be removing the branch already: sfs_meta_set_flags_in_place) */
 	ret = syncfs_dir(m->dir_fd);
 	if (ret == 0)
-		ret = sfs_meta_set_flags(m, m->flags & ~SFS_META_F_VOLATILE);
+		ret = sfs_meta_set_flags_in_place(m, m->flags & ~SFS_META_F_VOLATILE);
+	if (ret == -ENOENT) {
+		sfs_log(SFS_LOG_INFO, "volatile mount: the branch's header is gone "
+			"(the branch was removed after the unmount): no flag to clear");
+		return;
+	}
 	if (ret < 0)
 		sfs_log(SFS_LOG_ERR, "volatile mount: cannot sync the branch and clear its flag (%s): "
 			"the next mount will refuse it", strerror(-ret));

@@ -326,6 +326,20 @@ mount_opts() {
 	done
 }
 
+@test "a volatile mount's end makes no name in the metadata dir (regression: podman's removal of the layer right after umount2 failed with ENOTEMPTY on .stackfs)" {
+	local pid
+	prog_mount "lowerdir=$LO,upperdir=$UP,workdir=$WORK,volatile"
+	echo more >>"$MNT/l"
+	pid=$(sfs_daemon_pid "$MNT")
+	# the engine removing the layer while the daemon ends: its header
+	# is gone before the daemon clears the volatile flag
+	rm "$WORK/.stackfs/header"
+	umount "$MNT"
+	sfs_wait_gone "$pid"
+	run -0 ls -A "$WORK/.stackfs"
+	refute_line --regexp '^header'
+}
+
 @test "root's mount: allow_other and suid unless told nosuid or allow_root, nodev unless told dev; another user reads through it" {
 	prog_mount "lowerdir=$LO,upperdir=$UP"
 	local o

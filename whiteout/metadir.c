@@ -482,3 +482,41 @@ int sfs_meta_set_flags(struct sfs_meta *m, uint32_t flags)
 		m->flags = flags;
 	return ret;
 }
+
+/* The header rewritten in its own file, no name made in the metadata
+ * dir: a mount's end clears its volatile flag after the view is
+ * unmounted, when a container engine may be removing the branch already
+ * (podman unmounts with umount2 and deletes the layer at once: a
+ * header.tmp made after its removal read the directory stays there, and
+ * its rmdir fails with ENOTEMPTY). The 64 bytes lie in the file's first
+ * sector, written whole by one pwrite: a power cut leaves the old header
+ * or the new one. -ENOENT when the header is gone (the branch is being
+ * removed); -EINVAL when it is not the 64-byte regular file written. */
+int sfs_meta_set_flags_in_place(struct sfs_meta *m, uint32_t flags)
+{
+	struct sfs_header h = { .version = m->version, .flags = flags, .ctime = m->ctime };
+	struct sfs_disk_header d;
+	struct stat st;
+	ssize_t n;
+	int fd, ret = 0;
+
+	if (flags & ~SFS_HDR_KNOWN_FLAGS)
+		return -EINVAL;
+	memcpy(h.uuid, m->uuid, sizeof(h.uuid));
+	sfs_header_encode(&h, &d);
+	fd = sfs_meta_openat(m->dir_fd, SFS_META_HEADER, O_WRONLY | O_NONBLOCK, 0);
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) < 0)
+		ret = -errno;
+	else if (!S_ISREG(st.st_mode) || st.st_size != (off_t)sizeof(d))
+		ret = -EINVAL;
+	else if ((n = sfs_do_pwrite(fd, &d, sizeof(d), 0)) != (ssize_t)sizeof(d))
+		ret = n < 0 ? -errno : -EIO;
+	else if (fdatasync(fd) < 0)
+		ret = -errno;
+	close(fd);
+	if (ret == 0)
+		m->flags = flags;
+	return ret;
+}

@@ -249,6 +249,9 @@ int sfs_meta_read_flags(int at_fd, uint32_t *flags);
 /* Rewrites the header of an open metadata dir with these flags (only
  * SFS_HDR_KNOWN_FLAGS), crash-safely; m->flags follows. */
 int sfs_meta_set_flags(struct sfs_meta *m, uint32_t flags);
+/* The same, written over the header file in place (no header.tmp): for
+ * a mount's end, when the branch may be being removed (-ENOENT then). */
+int sfs_meta_set_flags_in_place(struct sfs_meta *m, uint32_t flags);
 
 /* The id of a filesystem by UUID; allocates and persists a new one when
  * unknown. Thread-safe. */
