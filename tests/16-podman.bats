@@ -10,19 +10,11 @@
 load helpers/common
 
 setup_file() {
-	# podman on stackfs does not depend on which filesystem the branches
-	# are on beyond what the other files test: once per suite, on the run
-	# with fewer of the others (the slowest tests of the suite)
-	local why
 	sfs_setup_file 1 || return 1
 	export PM_DIR=$BATS_FILE_TMPDIR/podman PM_IMG=localhost/sfs-base:1
 	export PM_STORE=$SFS_IMG/storage
 	export CONTAINERS_CONF=$PM_DIR/containers.conf
 	export CONTAINERS_STORAGE_CONF=$PM_DIR/storage.conf
-	if ! why=$(sfs_once_here last); then
-		echo "$why" >"$BATS_FILE_TMPDIR/pm-skip"
-		return 0
-	fi
 	pm_ready || return 0
 	pm_config || return 1
 	pm_base_image || return 1

@@ -29,10 +29,6 @@ setup_file() {
 	sfs_setup_file 1 || return 1
 	export RP_USER=sfsrp$$ RP_IMG=localhost/sfs-rl-base:1
 	export RP_SKIP=$BATS_FILE_TMPDIR/rp-skip
-	# once per suite, on the run with fewer other once-per-suite tests
-	# (as 16-podman): podman does not depend on the branches' filesystem
-	# beyond what the other files test
-	sfs_once_here last >"$RP_SKIP" || return 0
 	rp_ready || return 0
 	useradd -m -s /bin/sh "$RP_USER" || return 1
 	echo "$RP_USER" >"$BATS_FILE_TMPDIR/user"
@@ -243,7 +239,7 @@ rp_layer() {
 	return 0
 }
 
-@test "rootless podman: the container's upper is hers with user.stackfs.* records; a user in the container (allow_other), setuid, chown within her ranges; diff and commit" {
+@test "rootless podman: the container's upper is hers with user.stackfs.* records; a user in the container (allow_other), setuid, chown within her ranges; diff, commit and cp" {
 	run --separate-stderr rp run --name c1 --pull=never "$RP_IMG" sh -ec '
 		mv /data/mvd /data/moved && echo c >/data/c && rm /data/del && rm -rf /data/gone
 		chown 1000:1000 /data/c && echo m >>/data/modify
@@ -275,6 +271,15 @@ rp_layer() {
 	((status == 0)) || fail "exit $status: $stderr"
 	[[ $output == $'c\nmodify\nm\nmine\ny\nm\n1000:1000\n'* ]] || fail "committed image: $output"
 	[[ $output != *del* && $output != *gone* && $output != *mvd* ]] || fail "a deleted entry came back: $output"
+	# podman cp out of the container and into it (its upper, on stackfs)
+	echo into >"$RP_HOME/cpin"
+	chown "$RP_USER:" "$RP_HOME/cpin"
+	run -0 rp cp c1:/data/c "$RP_HOME/cpout"
+	[[ $(cat "$RP_HOME/cpout") == c ]] || fail "podman cp out gave: $(cat "$RP_HOME/cpout")"
+	run -0 rp cp "$RP_HOME/cpin" c1:/data/cpin
+	run -0 rp diff c1
+	[[ $output == *"A /data/cpin"* ]] || fail "what podman cp put in is not in the diff: $output"
+	[[ $(cat "$up/data/cpin") == into ]] || fail "podman cp in did not land in the upper"
 	# a user of the container may not write root's 0644 file
 	rp_run --user 1000:1000 "$RP_IMG" sh -c 'echo x >>/data/keep'
 	((status != 0)) || fail "a user wrote root's 0644 file"
