@@ -320,3 +320,110 @@ reuse_ino() {
 	run -0 cat "$MNT/n2" "$MNT/h1"
 	assert_output $'new\nmore\nold\nwritten'
 }
+
+# lower_pair TYPE A B: LO/A a new entry of TYPE (symlink, fifo, device,
+# file) and LO/B a hard link of that entry itself (ln -P: a symlink's own
+# inode, not its target's).
+lower_pair() {
+	case $1 in
+	symlink) ln -s t "$LO/$2" ;;
+	fifo) mkfifo "$LO/$2" ;;
+	device) mknod "$LO/$2" c 1 3 ;;
+	file) echo f >"$LO/$2" ;;
+	esac
+	ln -P "$LO/$2" "$LO/$3"
+	[[ $(stat -c %h "$LO/$2") == 2 ]] || fail "no hard link of a $1 in $LO"
+}
+
+# change_pair TYPE A B: through the view, A is renamed to A.x, then each
+# change goes through one of the two names: owner, mode (not of a
+# symlink: it has none of its own), times, a trusted.* xattr.
+change_pair() {
+	mv "$MNT/$2" "$MNT/$2.x"
+	chown -h 1000 "$MNT/$3"
+	[[ $1 == symlink ]] || chmod 0600 "$MNT/$2.x"
+	touch -h -d @1000000000 "$MNT/$3"
+	setfattr -h -n trusted.t -v v "$MNT/$2.x"
+}
+
+# assert_changed TYPE INO DIR NAME...: each DIR/NAME shows every change
+# of change_pair, with st_ino INO and one link count (at least MIN, the
+# last argument's default 2).
+assert_changed() {
+	local type=$1 ino0=$2 dir=$3 mode=600 n line first=""
+	shift 3
+	[[ $type == symlink ]] && mode=777
+	for n in "$@"; do
+		line="$(stat -c '%i %h %u %a %Y' "$dir/$n") $(getfattr -h --only-values -n trusted.t "$dir/$n" 2>/dev/null)"
+		[[ $type != symlink || $(readlink "$dir/$n") == t ]] || fail "$n: target $(readlink "$dir/$n")"
+		[[ -z $first || $line == "$first" ]] || fail "$n is not what $1 is: '$line', '$first'"
+		first=${first:-$line}
+	done
+	[[ $first == "$ino0 "[0-9]*" 1000 $mode 1000000000 v" ]] || fail "not the changed entry: '$first' (st_ino $ino0)"
+}
+
+# A lower symlink, fifo or device with two names is one inode through a
+# copy-up, as a regular file is (the index): a change through one name
+# shows through the other, also after a remount. Found by kdiff's --mid
+# mode: the node's stack was the copy of the name renamed, so the other
+# name lost the change (and its link count) once remounted.
+check_pair() {
+	local type=$1 ino0
+	lower_pair "$type" s1 s2
+	sfs_snapshot "$LO"
+	sfs_mount "$UP:$LO" "$MNT"
+	ino0=$(ino "$MNT/s1")
+	change_pair "$type" s1 s2
+	assert_changed "$type" "$ino0" "$MNT" s1.x s2
+	(($(stat -c %h "$MNT/s2") >= 2)) || fail "link count $(stat -c %h "$MNT/s2")"
+	remount "$UP:$LO"
+	assert_changed "$type" "$ino0" "$MNT" s1.x s2
+	(($(stat -c %h "$MNT/s2") >= 2)) || fail "link count after a remount $(stat -c %h "$MNT/s2")"
+	# removing or renaming one name leaves the other as it was
+	rm "$MNT/s1.x"
+	mv "$MNT/s2" "$MNT/y"
+	assert_changed "$type" "$ino0" "$MNT" y
+	remount "$UP:$LO"
+	assert_changed "$type" "$ino0" "$MNT" y
+	[[ ! -e $MNT/s1 && ! -e $MNT/s2 && ! -e $MNT/s1.x ]] || fail "$(ls -la "$MNT")"
+	sfs_assert_unchanged "$LO"
+	"$SFS" umount "$MNT"
+	run -0 "$SFS" fsck "$UP"
+}
+
+@test "regression: hard links of a lower symlink stay one inode through a copy-up and a remount" {
+	check_pair symlink
+}
+
+@test "regression: hard links of a lower fifo stay one inode through a copy-up and a remount" {
+	check_pair fifo
+}
+
+@test "regression: hard links of a lower device stay one inode through a copy-up and a remount" {
+	sfs_require_root "mknod of a device"
+	check_pair device
+}
+
+@test "regression: diff and commit of hard-linked lower symlinks, fifos and devices changed through one name" {
+	sfs_require_root "mknod of a device"
+	local t ino0
+	for t in symlink fifo device; do
+		lower_pair "$t" "$t" "$t.2"
+	done
+	sfs_mount "$UP:$LO" "$MNT"
+	for t in symlink fifo device; do
+		change_pair "$t" "$t" "$t.2"
+	done
+	"$SFS" umount "$MNT"
+	run -0 "$SFS" fsck "$UP"
+	run -0 "$SFS" diff "$UP"
+	assert_output "$(printf '%s\n' 'D /device' 'A /device.x' 'C /device.2' \
+		'D /fifo' 'A /fifo.x' 'C /fifo.2' 'D /symlink' 'A /symlink.x' 'C /symlink.2' | LC_ALL=C sort -k2)"
+	run -0 "$SFS" commit "$UP" --into "$LO"
+	for t in symlink fifo device; do
+		[[ ! -e $LO/$t && ! -L $LO/$t ]] || fail "$t is still in $LO"
+		ino0=$(ino "$LO/$t.2")
+		assert_changed "$t" "$ino0" "$LO" "$t.x" "$t.2"
+	done
+	[[ -z $(ls -A "$UP/.stackfs/index") ]] || fail "index: $(ls -A "$UP/.stackfs/index")"
+}
