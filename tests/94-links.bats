@@ -236,14 +236,19 @@ remount() {
 	unset STACKFS_TEST_PACK_BITS
 }
 
-# reuse_ino INO DIR NAME: makes DIR/NAME a new file with inode number INO
-# (freshly freed: ext4 and XFS hand the lowest free number of the group
-# or chunk out again), trying up to 200 files; the others are removed.
-# Skips the test when the number was not given out again.
+# reuse_ino INO DIR NAME [symlink]: makes DIR/NAME a new file (or a
+# symlink to "new") with inode number INO (freshly freed: ext4 and XFS
+# hand the lowest free number of the group or chunk out again), trying up
+# to 200 entries; the others are removed. Skips the test when the number
+# was not given out again.
 reuse_ino() {
 	local want=$1 dir=$2 name=$3 i
 	for ((i = 0; i < 200; i++)); do
-		echo new >"$dir/.try$i"
+		if [[ ${4:-} == symlink ]]; then
+			ln -s new "$dir/.try$i"
+		else
+			echo new >"$dir/.try$i"
+		fi
 		if [[ $(stat -c %i "$dir/.try$i") == "$want" ]]; then
 			mv "$dir/.try$i" "$dir/$name"
 			rm -f "$dir"/.try*
@@ -426,4 +431,40 @@ check_pair() {
 		assert_changed "$t" "$ino0" "$LO" "$t.x" "$t.2"
 	done
 	[[ -z $(ls -A "$UP/.stackfs/index") ]] || fail "index: $(ls -A "$UP/.stackfs/index")"
+}
+
+@test "regression: a stale index entry of a symlink (its pair replaced offline by a symlink pair reusing the number) is not shown; fsck removes it" {
+	ln -s old "$LO/s1"
+	ln -P "$LO/s1" "$LO/s2"
+	local old_ino
+	old_ino=$(stat -c %i "$LO/s1")
+	sfs_mount "$UP:$LO" "$MNT"
+	chown -h 1000 "$MNT/s1"   # s1 is copied up, into the index too
+	[[ $(stat -c %u "$MNT/s2") == 1000 ]] || fail "s2 does not show the copy"
+	"$SFS" umount "$MNT"
+	rm "$LO/s1" "$LO/s2"
+	reuse_ino "$old_ino" "$LO" s2 symlink
+	ln -P "$LO/s2" "$LO/s3"
+	sfs_mount "$UP:$LO" "$MNT"
+	run -0 stat -c '%N %u %h' "$MNT/s1" "$MNT/s2" "$MNT/s3"
+	assert_output "'$MNT/s1' -> 'old' 1000 1
+'$MNT/s2' -> 'new' 0 2
+'$MNT/s3' -> 'new' 0 2"
+	[[ $(ino "$MNT/s2") == "$(ino "$MNT/s3")" && $(ino "$MNT/s1") != "$(ino "$MNT/s2")" ]] ||
+		fail "st_ino: $(ino "$MNT/s1" "$MNT/s2" "$MNT/s3")"
+	"$SFS" umount "$MNT"
+	run "$SFS" fsck "$UP"
+	((status == 4)) || fail "fsck exit $status: $output"
+	assert_output --partial "[INDEX_STALE]"
+	run "$SFS" fsck --repair "$UP"
+	((status == 1)) || fail "fsck --repair exit $status: $output"
+	run "$SFS" fsck "$UP"
+	((status == 0)) || fail "second fsck exit $status: $output"
+	[[ -z $(ls -A "$UP/.stackfs/index") ]] || fail "index: $(ls -A "$UP/.stackfs/index")"
+	# a change through a new name copies up and indexes the new pair
+	sfs_mount "$UP:$LO" "$MNT"
+	chown -h 1000 "$MNT/s3"
+	run -0 stat -c '%N %u' "$MNT/s1" "$MNT/s2"
+	assert_output "'$MNT/s1' -> 'old' 1000
+'$MNT/s2' -> 'new' 1000"
 }
