@@ -329,14 +329,23 @@ static int set_origin(const struct sfs_stack *st, const struct stat *src,
 	return sfs_origin_set(dfd, dname, &o);
 }
 
-/* The copy a lower file with several names already has in the index
+/* Whether a lower entry goes into the hard-link index at copy-up: every
+ * non-directory with several names (a symlink, device, fifo or socket
+ * can be hard-linked too, and the node of its names is one), so that
+ * all its names show the one copy. */
+static bool index_worthy(const struct stat *src)
+{
+	return !S_ISDIR(src->st_mode) && src->st_nlink > 1;
+}
+
+/* The copy a lower entry with several names already has in the index
  * (copied up through another name), as an fd to link: its own fd when
  * the name shows it already, else the index entry, else -1. */
 static int indexed_copy(const struct sfs_stack *st, const struct stat *src)
 {
 	if (st->indexed)
 		return fcntl(st->l[0].fd, F_DUPFD_CLOEXEC, 0);
-	if (!S_ISREG(src->st_mode) || src->st_nlink < 2)
+	if (!index_worthy(src))
 		return -1;
 	return sfs_index_open_of(st->snap, st->l[0].fd, src);
 }
@@ -380,7 +389,7 @@ static int stage_copy(const struct sfs_stack *st, const struct sfs_layer *sl,
 	if (ret < 0)
 		return ret;
 	ret = set_origin(st, src, workfd, s);
-	if (ret == 0 && S_ISREG(src->st_mode) && src->st_nlink > 1)
+	if (ret == 0 && index_worthy(src))
 		ret = sfs_index_link(st->snap, st->l[0].fd, src, s->fd);
 	if (ret < 0)
 		unstage(workfd, s, src->st_mode);
@@ -401,7 +410,7 @@ static int install(struct sfs_node *n, const struct sfs_stack *st, struct sfs_sn
 		if (ns) {
 			ns->l[0] = (struct sfs_layer){ fd, (unsigned)sfs_snap_pos(s, tb) };
 			ns->nlink = st->indexed ? st->nlink :
-				    S_ISREG(src->st_mode) && src->st_nlink > 1 ?
+				    index_worthy(src) ?
 				    (uint32_t)src->st_nlink : 0;
 		}
 	}

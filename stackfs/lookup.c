@@ -119,6 +119,13 @@ static void resolve_stale_copy(struct resolve *r, const struct sfs_snap *s,
 	close(fd);
 }
 
+/* Whether a copy may be in the index: a non-directory (of any type:
+ * copy_up.c indexes each) with another link. */
+static bool linked_copy(const struct stat *top)
+{
+	return !S_ISDIR(top->st_mode) && top->st_nlink > 1;
+}
+
 /* A copied-up entry keeps the identity of its origin. Only an entry of a
  * rw branch with branches below it can be a copy, but its parent may have
  * no lower layers (a copy moved to a new directory); a directory's own
@@ -141,16 +148,16 @@ static int resolve_origin(struct resolve *r, const struct sfs_stack *dst,
 	if (ret > 0) {
 		r->id.st_dev = (dev_t)dev;
 		r->id.st_ino = (ino_t)ino;
-		if (S_ISREG(r->e.top.st_mode) && r->e.top.st_nlink > 1)
+		if (linked_copy(&r->e.top))
 			resolve_linked_copy(r, dst->snap, pl->fd, name);
-	} else if (ret == -ESTALE && S_ISREG(r->e.top.st_mode) && r->e.top.st_nlink > 1) {
+	} else if (ret == -ESTALE && linked_copy(&r->e.top)) {
 		resolve_stale_copy(r, dst->snap, dev, ino);
 	}
 	return 0;
 }
 
-/* A lower file with several names, copied up through another name: this
- * name shows the copy kept in the index. */
+/* A lower non-directory with several names, copied up through another
+ * name: this name shows the copy kept in the index. */
 static int resolve_index(struct resolve *r, const struct sfs_stack *dst)
 {
 	const struct sfs_snap *s = dst->snap;
@@ -158,7 +165,7 @@ static int resolve_index(struct resolve *r, const struct sfs_stack *dst)
 	struct stat st;
 	int fd;
 
-	if (r->e.n != 1 || !S_ISREG(r->e.top.st_mode) || r->e.top.st_nlink < 2 ||
+	if (r->e.n != 1 || !linked_copy(&r->e.top) ||
 	    s->top_rw < 0 || (int)r->e.l[0].b <= s->top_rw)
 		return 0;
 	fd = sfs_index_open_of(s, r->e.l[0].fd, &r->e.top);

@@ -304,6 +304,10 @@ int sfs_node_getattr(struct sfs_node *n, struct stat *out);
 extern double sfs_timeout;
 
 /* ---- index.c: the hard-link index (its names: whiteout/index.c) ------- */
+/* The index directory's fd (the mount's, not to close) with the name of
+ * the entry of a lower inode in name, or -ENOENT when there is no index. */
+int sfs_index_at(const struct sfs_snap *s, uint64_t dev, uint64_t ino,
+		 char name[SFS_INDEX_NAME_MAX]);
 /* O_PATH fd of the index entry of a lower inode, or -ENOENT. */
 int sfs_index_open(const struct sfs_snap *s, uint64_t dev, uint64_t ino);
 /* The same for the lower entry lower_fd (stat lst), only when the entry

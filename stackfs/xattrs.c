@@ -10,17 +10,59 @@
 #include "xattr/xattr.h"
 
 /* How to name the real entry to the xattr calls: its own fd, or for a
- * symlink its parent's layer in the same branch and its name. */
+ * symlink a directory and a name (link_at). */
 struct xtarget {
 	struct sfs_stack *st, *pst;
 	int fd;
 	char *ent;
 };
 
-static int xtarget_get(struct sfs_node *n, bool write, struct xtarget *t)
+/* Whether dirfd/name is the inode fd holds. */
+static bool names_inode(int dirfd, const char *name, int fd)
 {
+	struct stat a, b;
+
+	return sfs_do_stat(dirfd, name, &a) == 0 && sfs_do_fstat(fd, &b) == 0 &&
+	       a.st_ino == b.st_ino && a.st_dev == b.st_dev;
+}
+
+/* A symlink's xattrs are reached by a directory and a name only (the
+ * magic link of its fd would be followed): its parent's layer in its top
+ * layer's branch and its name, or else the index entry of its identity.
+ * The name may not be the node's top layer: a lower symlink with several
+ * names shows its copy in the index through a name still lower, and a
+ * name of the copy may have been renamed or removed since. Each is
+ * checked to be that inode; neither: -ESTALE. */
+static int link_at(struct sfs_node *n, struct xtarget *t)
+{
+	char iname[SFS_INDEX_NAME_MAX];
 	const struct sfs_layer *pl;
 	struct sfs_node *parent;
+	int dfd;
+
+	pthread_mutex_lock(&n->lock);
+	parent = n->parent;
+	t->ent = strdup(n->name);
+	t->pst = sfs_node_stack(parent);
+	pthread_mutex_unlock(&n->lock);
+	if (!t->ent)
+		return -ENOMEM;
+	pl = sfs_stack_in(t->pst, sfs_layer_branch(t->st, &t->st->l[0]));
+	if (pl && names_inode(pl->fd, t->ent, t->st->l[0].fd)) {
+		t->fd = pl->fd;
+		return 0;
+	}
+	dfd = sfs_index_at(t->st->snap, n->key_dev, n->key_ino, iname);
+	if (dfd < 0 || !names_inode(dfd, iname, t->st->l[0].fd))
+		return -ESTALE;
+	free(t->ent);
+	t->ent = strdup(iname);
+	t->fd = dfd;
+	return t->ent ? 0 : -ENOMEM;
+}
+
+static int xtarget_get(struct sfs_node *n, bool write, struct xtarget *t)
+{
 	int ret = 0;
 
 	memset(t, 0, sizeof(*t));
@@ -31,18 +73,7 @@ static int xtarget_get(struct sfs_node *n, bool write, struct xtarget *t)
 	if (ret < 0)
 		return ret;
 	t->fd = t->st->l[0].fd;
-	if (n->type != S_IFLNK)
-		return 0;
-	pthread_mutex_lock(&n->lock);
-	parent = n->parent;
-	t->ent = strdup(n->name);
-	t->pst = sfs_node_stack(parent);
-	pthread_mutex_unlock(&n->lock);
-	pl = sfs_stack_in(t->pst, sfs_layer_branch(t->st, &t->st->l[0]));
-	if (!t->ent || !pl)
-		return t->ent ? -ESTALE : -ENOMEM;
-	t->fd = pl->fd;
-	return 0;
+	return n->type == S_IFLNK ? link_at(n, t) : 0;
 }
 
 static void xtarget_put(struct xtarget *t)

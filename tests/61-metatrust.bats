@@ -159,6 +159,30 @@ assert_nothing_stamped() {
 	[[ $output == EACCES ]] || fail "nobody could watch .stackfs/work: $output"
 }
 
+@test "fsck --repair's rebuild keeps the index entries that carry an origin record, of every type (a symlink's too), and drops one that does not" {
+	echo f >"$LO/f1"
+	ln "$LO/f1" "$LO/f2"
+	ln -s t "$LO/s1"
+	ln -P "$LO/s1" "$LO/s2"
+	sfs_mount "$UP=rw:$LO=ro" "$MNT"
+	echo more >>"$MNT/f1"    # both pairs copied up, into the index
+	setfattr -h -n trusted.t -v v "$MNT/s1"
+	"$SFS" umount "$MNT"
+	chown -R nobody:nogroup "$UP/.stackfs"
+	# hers, planted under an index name: no origin record
+	ln "$UP/payload" "$UP/.stackfs/index/1-99"
+	run "$SFS" fsck --repair "$UP"
+	((status == 1)) || fail "fsck --repair exit $status (expected 1, fixed): $output"
+	run -0 ls "$UP/.stackfs/index"
+	((${#lines[@]} == 2)) && [[ $output != *1-99* ]] || fail "index after the rebuild: $output"
+	sfs_mount "$UP=rw:$LO=ro" "$MNT"
+	run -0 cat "$MNT/f2"
+	assert_output $'f\nmore'
+	run -0 getfattr -h --absolute-names --only-values -n trusted.t "$MNT/s2"
+	assert_output v
+	[[ $(stat -c %i "$MNT/s1") == "$(stat -c %i "$MNT/s2")" ]] || fail "s1 and s2 are two inodes"
+}
+
 @test "a staging area someone else can write (opened up after the mount): her swap loop never gets her file placed or stamped" {
 	sfs_mount "$UP=rw:$LO=ro" "$MNT" nopassthrough
 	local i

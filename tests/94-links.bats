@@ -236,14 +236,19 @@ remount() {
 	unset STACKFS_TEST_PACK_BITS
 }
 
-# reuse_ino INO DIR NAME: makes DIR/NAME a new file with inode number INO
-# (freshly freed: ext4 and XFS hand the lowest free number of the group
-# or chunk out again), trying up to 200 files; the others are removed.
-# Skips the test when the number was not given out again.
+# reuse_ino INO DIR NAME [symlink]: makes DIR/NAME a new file (or a
+# symlink to "new") with inode number INO (freshly freed: ext4 and XFS
+# hand the lowest free number of the group or chunk out again), trying up
+# to 200 entries; the others are removed. Skips the test when the number
+# was not given out again.
 reuse_ino() {
 	local want=$1 dir=$2 name=$3 i
 	for ((i = 0; i < 200; i++)); do
-		echo new >"$dir/.try$i"
+		if [[ ${4:-} == symlink ]]; then
+			ln -s new "$dir/.try$i"
+		else
+			echo new >"$dir/.try$i"
+		fi
 		if [[ $(stat -c %i "$dir/.try$i") == "$want" ]]; then
 			mv "$dir/.try$i" "$dir/$name"
 			rm -f "$dir"/.try*
@@ -319,4 +324,147 @@ reuse_ino() {
 	remount "$UP:$LO"
 	run -0 cat "$MNT/n2" "$MNT/h1"
 	assert_output $'new\nmore\nold\nwritten'
+}
+
+# lower_pair TYPE A B: LO/A a new entry of TYPE (symlink, fifo, device,
+# file) and LO/B a hard link of that entry itself (ln -P: a symlink's own
+# inode, not its target's).
+lower_pair() {
+	case $1 in
+	symlink) ln -s t "$LO/$2" ;;
+	fifo) mkfifo "$LO/$2" ;;
+	device) mknod "$LO/$2" c 1 3 ;;
+	file) echo f >"$LO/$2" ;;
+	esac
+	ln -P "$LO/$2" "$LO/$3"
+	[[ $(stat -c %h "$LO/$2") == 2 ]] || fail "no hard link of a $1 in $LO"
+}
+
+# change_pair TYPE A B: through the view, A is renamed to A.x, then each
+# change goes through one of the two names: owner, mode (not of a
+# symlink: it has none of its own), times, a trusted.* xattr.
+change_pair() {
+	mv "$MNT/$2" "$MNT/$2.x"
+	chown -h 1000 "$MNT/$3"
+	[[ $1 == symlink ]] || chmod 0600 "$MNT/$2.x"
+	touch -h -d @1000000000 "$MNT/$3"
+	setfattr -h -n trusted.t -v v "$MNT/$2.x"
+}
+
+# assert_changed TYPE INO DIR NAME...: each DIR/NAME shows every change
+# of change_pair, with st_ino INO and one link count (at least MIN, the
+# last argument's default 2).
+assert_changed() {
+	local type=$1 ino0=$2 dir=$3 mode=600 n line first=""
+	shift 3
+	[[ $type == symlink ]] && mode=777
+	for n in "$@"; do
+		line="$(stat -c '%i %h %u %a %Y' "$dir/$n") $(getfattr -h --only-values -n trusted.t "$dir/$n" 2>/dev/null)"
+		[[ $type != symlink || $(readlink "$dir/$n") == t ]] || fail "$n: target $(readlink "$dir/$n")"
+		[[ -z $first || $line == "$first" ]] || fail "$n is not what $1 is: '$line', '$first'"
+		first=${first:-$line}
+	done
+	[[ $first == "$ino0 "[0-9]*" 1000 $mode 1000000000 v" ]] || fail "not the changed entry: '$first' (st_ino $ino0)"
+}
+
+# A lower symlink, fifo or device with two names is one inode through a
+# copy-up, as a regular file is (the index): a change through one name
+# shows through the other, also after a remount. Found by kdiff's --mid
+# mode: the node's stack was the copy of the name renamed, so the other
+# name lost the change (and its link count) once remounted.
+check_pair() {
+	local type=$1 ino0
+	lower_pair "$type" s1 s2
+	sfs_snapshot "$LO"
+	sfs_mount "$UP:$LO" "$MNT"
+	ino0=$(ino "$MNT/s1")
+	change_pair "$type" s1 s2
+	assert_changed "$type" "$ino0" "$MNT" s1.x s2
+	(($(stat -c %h "$MNT/s2") >= 2)) || fail "link count $(stat -c %h "$MNT/s2")"
+	remount "$UP:$LO"
+	assert_changed "$type" "$ino0" "$MNT" s1.x s2
+	(($(stat -c %h "$MNT/s2") >= 2)) || fail "link count after a remount $(stat -c %h "$MNT/s2")"
+	# removing or renaming one name leaves the other as it was
+	rm "$MNT/s1.x"
+	mv "$MNT/s2" "$MNT/y"
+	assert_changed "$type" "$ino0" "$MNT" y
+	remount "$UP:$LO"
+	assert_changed "$type" "$ino0" "$MNT" y
+	[[ ! -e $MNT/s1 && ! -e $MNT/s2 && ! -e $MNT/s1.x ]] || fail "$(ls -la "$MNT")"
+	sfs_assert_unchanged "$LO"
+	"$SFS" umount "$MNT"
+	run -0 "$SFS" fsck "$UP"
+}
+
+@test "regression: hard links of a lower symlink stay one inode through a copy-up and a remount" {
+	check_pair symlink
+}
+
+@test "regression: hard links of a lower fifo stay one inode through a copy-up and a remount" {
+	check_pair fifo
+}
+
+@test "regression: hard links of a lower device stay one inode through a copy-up and a remount" {
+	sfs_require_root "mknod of a device"
+	check_pair device
+}
+
+@test "regression: diff and commit of hard-linked lower symlinks, fifos and devices changed through one name" {
+	sfs_require_root "mknod of a device"
+	local t ino0
+	for t in symlink fifo device; do
+		lower_pair "$t" "$t" "$t.2"
+	done
+	sfs_mount "$UP:$LO" "$MNT"
+	for t in symlink fifo device; do
+		change_pair "$t" "$t" "$t.2"
+	done
+	"$SFS" umount "$MNT"
+	run -0 "$SFS" fsck "$UP"
+	run -0 "$SFS" diff "$UP"
+	assert_output "$(printf '%s\n' 'D /device' 'A /device.x' 'C /device.2' \
+		'D /fifo' 'A /fifo.x' 'C /fifo.2' 'D /symlink' 'A /symlink.x' 'C /symlink.2' | LC_ALL=C sort -k2)"
+	run -0 "$SFS" commit "$UP" --into "$LO"
+	for t in symlink fifo device; do
+		[[ ! -e $LO/$t && ! -L $LO/$t ]] || fail "$t is still in $LO"
+		ino0=$(ino "$LO/$t.2")
+		assert_changed "$t" "$ino0" "$LO" "$t.x" "$t.2"
+	done
+	[[ -z $(ls -A "$UP/.stackfs/index") ]] || fail "index: $(ls -A "$UP/.stackfs/index")"
+}
+
+@test "regression: a stale index entry of a symlink (its pair replaced offline by a symlink pair reusing the number) is not shown; fsck removes it" {
+	ln -s old "$LO/s1"
+	ln -P "$LO/s1" "$LO/s2"
+	local old_ino
+	old_ino=$(stat -c %i "$LO/s1")
+	sfs_mount "$UP:$LO" "$MNT"
+	chown -h 1000 "$MNT/s1"   # s1 is copied up, into the index too
+	[[ $(stat -c %u "$MNT/s2") == 1000 ]] || fail "s2 does not show the copy"
+	"$SFS" umount "$MNT"
+	rm "$LO/s1" "$LO/s2"
+	reuse_ino "$old_ino" "$LO" s2 symlink
+	ln -P "$LO/s2" "$LO/s3"
+	sfs_mount "$UP:$LO" "$MNT"
+	run -0 stat -c '%N %u %h' "$MNT/s1" "$MNT/s2" "$MNT/s3"
+	assert_output "'$MNT/s1' -> 'old' 1000 1
+'$MNT/s2' -> 'new' 0 2
+'$MNT/s3' -> 'new' 0 2"
+	[[ $(ino "$MNT/s2") == "$(ino "$MNT/s3")" && $(ino "$MNT/s1") != "$(ino "$MNT/s2")" ]] ||
+		fail "st_ino: $(ino "$MNT/s1" "$MNT/s2" "$MNT/s3")"
+	"$SFS" umount "$MNT"
+	run "$SFS" fsck "$UP"
+	((status == 4)) || fail "fsck exit $status: $output"
+	assert_output --partial "[INDEX_STALE]"
+	run "$SFS" fsck --repair "$UP"
+	((status == 1)) || fail "fsck --repair exit $status: $output"
+	run "$SFS" fsck "$UP"
+	((status == 0)) || fail "second fsck exit $status: $output"
+	[[ -z $(ls -A "$UP/.stackfs/index") ]] || fail "index: $(ls -A "$UP/.stackfs/index")"
+	# a change through a new name copies up and indexes the new pair
+	sfs_mount "$UP:$LO" "$MNT"
+	chown -h 1000 "$MNT/s3"
+	run -0 stat -c '%N %u' "$MNT/s1" "$MNT/s2"
+	assert_output "'$MNT/s1' -> 'old' 1000
+'$MNT/s2' -> 'new' 1000"
 }

@@ -434,33 +434,39 @@ static const struct sfs_ch_index *index_find(const struct sfs_ch_union *u, unsig
 	return NULL;
 }
 
-/* The index entry fd is the copy of the lower entry lower_fd (as the
- * daemon decides it: sfs_origin_names). */
-static bool index_is_copy_of(int fd, int lower_fd)
+/* The index entry name, open as fd (stat ist), is the copy of the lower
+ * entry lower_fd (as the daemon decides it: sfs_origin_names). A
+ * symlink's record is read by its name: no fd reaches its xattrs. */
+static bool index_is_copy_of(const struct sfs_ch_union *u, const char *name, int fd,
+			     const struct stat *ist, int lower_fd)
 {
+	bool lnk = S_ISLNK(ist->st_mode);
 	struct sfs_origin o;
 
-	return sfs_origin_get(fd, "", &o) == 1 && sfs_origin_names(&o, lower_fd, "") == 1;
+	return sfs_origin_get(lnk ? u->index_fd : fd, lnk ? name : "", &o) == 1 &&
+	       sfs_origin_names(&o, lower_fd, "") == 1;
 }
 
-/* A lower file with several names, copied up through another one: this
- * name shows the copy in b[0]'s index (also when its link count is down
- * to 1: an undone commit replaced the other names in the lower branch,
- * and the union still shows the copy). */
+/* A lower non-directory with several names (of any type: the daemon
+ * indexes each), copied up through another one: this name shows the
+ * copy in b[0]'s index (also when its link count is down to 1: an
+ * undone commit replaced the other names in the lower branch, and the
+ * union still shows the copy). */
 static void show_index(const struct sfs_ch_union *u, struct sfs_ch_stack *st)
 {
 	const struct sfs_ch_index *e;
 	struct stat ist;
 	int fd;
 
-	if (!u->nidx || st->n != 1 || st->l[0].b == 0 || !S_ISREG(st->top.st_mode))
+	if (!u->nidx || st->n != 1 || st->l[0].b == 0 || S_ISDIR(st->top.st_mode))
 		return;
 	e = index_find(u, st->l[0].b, st->top.st_ino);
 	fd = e ? sfs_do_open(u->index_fd, e->name, O_PATH, 0) : -1;
 	/* an entry whose origin names another inode (the lower file was
 	 * replaced offline by one reusing its number) is stale */
-	if (fd >= 0 && ch_stat(fd, &ist, NULL) == 0 && S_ISREG(ist.st_mode) &&
-	    index_is_copy_of(fd, st->l[0].fd)) {
+	if (fd >= 0 && ch_stat(fd, &ist, NULL) == 0 &&
+	    (ist.st_mode & S_IFMT) == (st->top.st_mode & S_IFMT) &&
+	    index_is_copy_of(u, e->name, fd, &ist, st->l[0].fd)) {
 		st->indexed = true;
 		st->index_fd = fd;
 		snprintf(st->index_name, sizeof(st->index_name), "%s", e->name);

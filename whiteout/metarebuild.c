@@ -61,18 +61,36 @@ out:
 	return ret;
 }
 
-/* Links into new_idx each entry of the old index that is a regular file
- * with an origin record, through its fd (never by a name someone else
- * could swap between a check and the link). */
+/* Links the old index entry fd into new_idx as name when it is a
+ * non-directory (of any type: copy-up indexes each) with an origin
+ * record. It is linked first, through its fd (the inode is fd's, never
+ * one swapped in under the old name between a check and the link), and
+ * judged in new_idx, where no one else can change the name: a symlink's
+ * record is reached by a name only. */
+static int keep_index_entry(int fd, int new_idx, const char *name)
+{
+	struct sfs_origin o;
+	struct stat st;
+	char p[32];
+
+	if (fstat(fd, &st) < 0 || S_ISDIR(st.st_mode))
+		return 0;
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+	if (sfs_do_linkat(AT_FDCWD, p, new_idx, name, AT_SYMLINK_FOLLOW) < 0)
+		return -errno;
+	if (sfs_origin_get(new_idx, name, &o) == 1)
+		return 0;
+	return sfs_do_unlinkat(new_idx, name, 0) < 0 ? -errno : 0;
+}
+
+/* Links into new_idx each entry of the old index that keep_index_entry
+ * keeps. */
 static int copy_index(int old_fd, int new_fd)
 {
 	int old_idx = sfs_meta_openat(old_fd, SFS_META_INDEX, O_RDONLY | O_DIRECTORY, 0);
 	int new_idx = sfs_meta_openat(new_fd, SFS_META_INDEX, O_PATH | O_DIRECTORY, 0);
 	DIR *d = old_idx < 0 ? NULL : fdopendir(old_idx);
-	struct sfs_origin o;
 	struct dirent *e;
-	struct stat st;
-	char p[32];
 	int ret = new_idx < 0 ? new_idx : 0;
 
 	if (!d && old_idx >= 0)
@@ -82,12 +100,7 @@ static int copy_index(int old_fd, int new_fd)
 
 		if (fd < 0)
 			continue;
-		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-		    sfs_origin_get(fd, "", &o) == 1) {
-			snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
-			if (sfs_do_linkat(AT_FDCWD, p, new_idx, e->d_name, AT_SYMLINK_FOLLOW) < 0)
-				ret = -errno;
-		}
+		ret = keep_index_entry(fd, new_idx, e->d_name);
 		close(fd);
 	}
 	if (d)

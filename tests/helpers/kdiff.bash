@@ -24,12 +24,13 @@ kd_init() {
 	sfs_record stackfs "$MNT"
 }
 
-# kd_run STYLE FIRST COUNT N: COUNT sequences of N operations (seeds
-# FIRST, FIRST+1, ...) with -o whiteout=STYLE; fails with the report of
-# each sequence that disagrees. The trees and logs of those stay in $T.
+# kd_run STYLE FIRST COUNT N [--mid]: COUNT sequences of N operations
+# (seeds FIRST, FIRST+1, ...) with -o whiteout=STYLE (and --mid: a middle
+# ro layer the kernel wrote); fails with the report of each sequence that
+# disagrees. The trees and logs of those stay in $T.
 kd_run() {
 	local style=$1 first=$2 count=$3 n=$4 start=$SECONDS
-	run python3 "$KDIFF" loop "$style" "$first" "$count" "$n" "$T" "$MNT" "$KMNT" "$SFS"
+	run python3 "$KDIFF" loop "$style" "$first" "$count" "$n" "$T" "$MNT" "$KMNT" "$SFS" "${@:5}"
 	echo "# ${lines[-1]} ($((SECONDS - start)) s)" >&3
 	((status == 0)) || fail "$(printf 'kdiff: %s\n%s' "$(kd_status_says "$status")" "${output:0:30000}")"
 }

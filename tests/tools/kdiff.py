@@ -4,7 +4,8 @@
 
   kdiff.py tree SEED DIR       a random lower tree in DIR (empty or new):
                                files (data and holes), directories three
-                               deep, hard links, symlinks, user.* xattrs
+                               deep, symlinks, fifos, hard links of
+                               each, user.* xattrs
   kdiff.py ops SEED N          the N operations of SEED, one a line
                                (what a failure prints to replay)
   kdiff.py run SEED N VIEW LOG DUMP
@@ -27,10 +28,10 @@
                                disagrees, exit 1 if any does; exit 2 when
                                a mount or unmount failed (it stops there);
                                --mid adds a middle ro layer that kernel
-                               overlayfs wrote (Loop.layers; not in the
-                               bats files while the bug it finds is
-                               open: NOTES.md "Differences from kernel
-                               overlayfs"); --inject
+                               overlayfs wrote (Loop.layers; a short run
+                               in 75-kdiff, none in the stress test while
+                               the bug NOTES.md "Differences from kernel
+                               overlayfs" has open); --inject
                                puts a difference into the kernel's lower
                                on purpose (inject())
 
@@ -54,13 +55,18 @@ entries, each other's results and names deleted before. Symlink targets
 are relative and never climb with "..": whatever follows one stays in
 the view.
 
-A dump line (tab-separated): path, type (f d l), mode (octal, with the
+A dump line (tab-separated): path, type (f d l p), mode (octal, with the
 setuid, setgid and sticky bits), owner uid:gid, size (not of
 directories: what a directory's st_size is differs by filesystem and
 union), link count, sha256 of the content (f) or "->" and the target
 (l), the user.* xattrs sorted (name=value in hex, a value over 16 bytes
 by its hash), and the inode number, which is never compared itself:
-only which names share one. Times are not in it.
+only which names share one (of any type but a directory). Times are
+not in it.
+
+A fifo is never waited on: the operations open with O_NONBLOCK (a
+writer without a reader answers ENXIO, a reader reads nothing), which
+changes nothing for a regular file.
 """
 import ctypes
 import errno
@@ -115,9 +121,13 @@ def rand_data(rnd, n):
 def tree(seed, root):
     """A lower tree: each path of the pool becomes, by chance, a
     directory (more often near the root), a file, a symlink or a hard
-    link of a file made before; some entries get xattrs."""
+    link of a file made before; some entries get xattrs. Of the names
+    left free, some become a fifo or a hard link of a symlink or fifo
+    made before (links(): a second generator, so that the rest of the
+    tree of a seed is what it was before they were added)."""
     rnd = random.Random("tree-%s" % seed)
-    files = []
+    more = random.Random("tree-links-%s" % seed)
+    files, others = [], []
     real_root = os.path.realpath(root)
     for depth in (1, 2, 3):
         for p in sorted(all_paths(depth)):
@@ -127,7 +137,8 @@ def tree(seed, root):
             if not os.path.isdir(parent) or \
                     os.path.realpath(parent) != parent:
                 continue
-            make_entry(rnd, root, p, depth, files)
+            if not make_entry(rnd, root, p, depth, files, others):
+                links(more, root, p, others)
     for p in files:
         if os.path.exists(os.path.join(root, p)) and rnd.random() < 0.3:
             os.chmod(os.path.join(root, p), rnd.choice(MODES_FILE))
@@ -139,7 +150,8 @@ def all_paths(depth):
     return [p + "/" + n for p in all_paths(depth - 1) for n in NAMES]
 
 
-def make_entry(rnd, root, p, depth, files):
+def make_entry(rnd, root, p, depth, files, others):
+    """Makes p by chance; False when the name is left free."""
     full = os.path.join(root, p)
     r = rnd.random()
     pdir = {1: 0.6, 2: 0.35, 3: 0.0}[depth]
@@ -159,7 +171,25 @@ def make_entry(rnd, root, p, depth, files):
         os.link(os.path.join(root, rnd.choice(files)), full)
     elif r < pdir + 0.55:
         os.symlink(rand_target(rnd), full)
-    # else: the name is free
+        others.append(p)
+    else:
+        return False
+    return True
+
+
+def links(rnd, root, p, others):
+    """A free name p: a hard link of a symlink or fifo made before (one
+    inode of several names that is not a regular file: kernel overlayfs
+    with index=on keeps it one across copy-up, and stackfs must too), a
+    new fifo, or still free."""
+    full = os.path.join(root, p)
+    r = rnd.random()
+    if r < 0.3 and others:
+        os.link(os.path.join(root, rnd.choice(others)), full,
+                follow_symlinks=False)
+    elif r < 0.4:
+        os.mkfifo(full, rnd.choice([0o644, 0o600]))
+        others.append(p)
 
 
 def add_xattrs(rnd, full):
@@ -249,14 +279,14 @@ def apply_op(view, o):
 
 
 def op_create(view, p, o):
-    flags = os.O_WRONLY | os.O_CREAT
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK
     flags |= {"": 0, "excl": os.O_EXCL, "trunc": os.O_TRUNC}[o[2]]
     os.close(os.open(p, flags, o[3]))
 
 
 def op_write(view, p, o):
     data = random.Random(o[4]).randbytes(o[3])
-    fd = os.open(p, os.O_WRONLY)
+    fd = os.open(p, os.O_WRONLY | os.O_NONBLOCK)
     try:
         os.pwrite(fd, data, o[2])
     finally:
@@ -334,7 +364,8 @@ def op_read(view, p, o):
     st = os.stat(p)
     if stat.S_ISDIR(st.st_mode):
         return "[%s]" % ",".join(sorted(os.listdir(p)))
-    with open(p, "rb") as f:
+    fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
+    with open(fd, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()[:16]
 
 
@@ -363,6 +394,8 @@ def entry_type(mode):
         return "f"
     if stat.S_ISLNK(mode):
         return "l"
+    if stat.S_ISFIFO(mode):
+        return "p"
     return "?%o" % stat.S_IFMT(mode)
 
 
@@ -433,28 +466,30 @@ def parse_dump(lines):
 
 
 def link_groups(d):
-    """For each regular file, the other names of its inode in the view."""
+    """For each non-directory, the other names of its inode in the
+    view."""
     by_ino = {}
     for p, e in d.items():
-        if e[0] == "f":
+        if e[0] != "d":
             by_ino.setdefault(e[INO], []).append(p)
     return {p: ",".join(x for x in by_ino[e[INO]] if x != p)
-            for p, e in d.items() if e[0] == "f"}
+            for p, e in d.items() if e[0] != "d"}
 
 
 class Known:
     """What the documented differences need to know of a sequence: the
-    lower files that had several names (by the inode number of the
-    kernel's lower copy), and which names of the kernel's view are one
-    of them: the kernel shows such a file, copied up or not, with the
-    lower inode's number (index=on, every layer on one filesystem)."""
+    lower non-directories that had several names (by the inode number of
+    the kernel's lower copy), and which names of the kernel's view are
+    one of them: the kernel shows such an entry, copied up or not, with
+    the lower inode's number (index=on, every layer on one
+    filesystem)."""
 
     def __init__(self, k_dump=(), klow_dumps=()):
         self.lower_hl = {e[INO]: e for x in klow_dumps
                          for e in parse_dump(x).values()
-                         if e[0] == "f" and int(e[NLINK]) > 1}
+                         if e[0] != "d" and int(e[NLINK]) > 1}
         self.hl = {p: e[INO] for p, e in parse_dump(k_dump).items()
-                   if e[0] == "f" and e[INO] in self.lower_hl}
+                   if e[0] != "d" and e[INO] in self.lower_hl}
 
 
 def compare_dumps(la, lb, known=None, cross=False):
@@ -538,7 +573,7 @@ def same_stat(x, y, known):
         return False
     if fx[8] == fy[8]:
         return True
-    return fx[5] == "f" and fy[9][1:] in known.lower_hl and \
+    return fx[5] != "d" and fy[9][1:] in known.lower_hl and \
         int(fx[8]) > int(fy[8])
 
 
