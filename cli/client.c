@@ -92,7 +92,7 @@ static int connect_mount(const char *mp, long long deadline, char *err, size_t e
 			 ret == -ENOENT ? "not mounted" : strerror(-ret));
 		return ret;
 	}
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s/%u:%u/%s", sfs_runtime_base(), ma, mi,
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s/%u:%u/%s", sfs_runtime_base_of(ma, mi), ma, mi,
 		 SFS_CTL_NAME);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	ret = fd < 0 ? -errno : set_send_timeout(fd, deadline);

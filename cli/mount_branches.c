@@ -347,7 +347,7 @@ int sfs_mbranches_of_mount(const char *mp, unsigned ma, unsigned mi, struct mbra
 	ret = sfs_runtime_pid(ma, mi, &pid);
 	if (ret < 0) {
 		snprintf(err, errlen, "%s: cannot find the daemon of the mount (%s/%u:%u/pid): %s",
-			 mp, sfs_runtime_base(), ma, mi, strerror(-ret));
+			 mp, sfs_runtime_base_of(ma, mi), ma, mi, strerror(-ret));
 		return ret;
 	}
 	return sfs_mbranches_of_daemon(pid, v, n, err, errlen);

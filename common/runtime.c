@@ -56,6 +56,23 @@ const char *sfs_runtime_base(void)
 	return user_base;
 }
 
+const char *sfs_runtime_base_of(unsigned major, unsigned minor)
+{
+	const char *own = sfs_runtime_base();
+	char path[PATH_MAX + 32];
+	struct stat st;
+
+	if (getenv("STACKFS_RUNTIME_DIR") || !strcmp(own, SFS_RUNTIME_DEFAULT))
+		return own;
+	if (snprintf(path, sizeof(path), "%s/%u:%u", own, major, minor) < (int)sizeof(path) &&
+	    lstat(path, &st) == 0)
+		return own;
+	/* a user's command and root's mount: root's directory, which only
+	 * root can write (its daemon refuses her changes itself) */
+	snprintf(path, sizeof(path), "%s/%u:%u", SFS_RUNTIME_DEFAULT, major, minor);
+	return lstat(path, &st) == 0 ? SFS_RUNTIME_DEFAULT : own;
+}
+
 /* Canonical form of a mountpoint, preferably without touching the
  * mountpoint itself: stat() on a FUSE mount root is a request to its
  * daemon, which hangs if the daemon is stuck, fails if it died, and
@@ -386,7 +403,7 @@ int sfs_runtime_pid(unsigned major, unsigned minor, pid_t *pid)
 	long val;
 	int fd, ret = 0;
 
-	if (asprintf(&path, "%s/%u:%u/pid", sfs_runtime_base(), major, minor) < 0)
+	if (asprintf(&path, "%s/%u:%u/pid", sfs_runtime_base_of(major, minor), major, minor) < 0)
 		return -ENOMEM;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	free(path);
@@ -451,7 +468,7 @@ void sfs_runtime_remove_stale(unsigned major, unsigned minor, pid_t pid)
 	char *dir = NULL, *file = NULL, buf[32];
 	int len = snprintf(buf, sizeof(buf), "%d\n", (int)pid);
 
-	if (asprintf(&dir, "%s/%u:%u", sfs_runtime_base(), major, minor) < 0)
+	if (asprintf(&dir, "%s/%u:%u", sfs_runtime_base_of(major, minor), major, minor) < 0)
 		return;
 	/* only what the dead daemon left: a new mount may have the device */
 	if (asprintf(&file, "%s/pid", dir) >= 0 && file_is(file, buf, (size_t)len) &&

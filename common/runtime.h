@@ -17,6 +17,11 @@
 /* The runtime base directory (environment override, root's or the
  * user's: above). */
 const char *sfs_runtime_base(void);
+/* Command side: the base under which the daemon of mount major:minor
+ * published: this process's own, else (a user's command, root's mount)
+ * root's /run/stackfs when the mount is there; the own one when
+ * neither has it. */
+const char *sfs_runtime_base_of(unsigned major, unsigned minor);
 
 /* A mount as /proc/self/mountinfo gives it. */
 struct sfs_mountinfo {
