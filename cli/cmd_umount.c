@@ -202,6 +202,9 @@ static int run_umount(int argc, char **argv)
 				mp, (int)pid, strerror(-ret));
 			goto out;
 		}
+		/* a daemon killed just before (still exiting when looked at)
+		 * removed nothing itself: its files, only if it left them */
+		sfs_runtime_remove_stale(m.major, m.minor, pid);
 	}
 	code = SFS_EXIT_OK;
 
