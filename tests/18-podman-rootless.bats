@@ -103,11 +103,30 @@ rp_ready() {
 
 # rp ARGS...: podman as her, in her home, with her environment (her
 # runtime directory: no login session made /run/user/UID), in a private
-# mount namespace whose /dev/fuse is $RP_FUSE (0666).
+# mount namespace whose /dev/fuse is $RP_FUSE (0666). That namespace
+# starts with a copy of every mount, and podman's pause process keeps it
+# for the file's life: the mounts of other tests under the suite's
+# directory (the other filesystem's run: a kernel overlayfs whose workdir
+# must be free to mount again, loop images to detach) are detached in it
+# first, all but this file's own.
 rp() {
-	(cd "$RP_HOME" && timeout 120 unshare --mount --propagation private -- sh -c \
-		'mount --bind "$1" /dev/fuse || exit 125; u=$2; shift 2; exec runuser -u "$u" -- "$@"' \
-		sh "$RP_FUSE" "$RP_USER" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$RP_HOME" \
+	local top=${SFS_SHARED:+${SFS_SHARED%/*/shared}}
+	(cd "$RP_HOME" && timeout 120 unshare --mount --propagation private -- sh -c '
+		mount --bind "$1" /dev/fuse || exit 125
+		top=$2 k1=$3 k2=$4 u=$5
+		shift 5
+		if [ -n "$top" ]; then
+			mi=$(cat /proc/self/mountinfo)
+			printf "%s\n" "$mi" | while read -r _ _ _ _ m _; do
+				case $m in
+				"$k1" | "$k1"/* | "$k2" | "$k2"/*) ;;
+				"$top"/*) umount -l "$m" 2>/dev/null ;;
+				esac
+			done
+		fi
+		exec runuser -u "$u" -- "$@"' \
+		sh "$RP_FUSE" "$top" "$RP_TOP" "$SFS_IMG" "$RP_USER" \
+		env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$RP_HOME" \
 		USER="$RP_USER" LOGNAME="$RP_USER" XDG_RUNTIME_DIR="$RP_HOME/xdg" podman "$@")
 }
 

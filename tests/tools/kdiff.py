@@ -698,12 +698,21 @@ class Loop:
         sh("umount", self.kmnt)
 
     def on_view(self, mount, umount, work):
-        """work() on a view mounted by mount(), always unmounted."""
+        """work() on a view mounted by mount(), always unmounted; an
+        error of work() (a failed remount in it) is the one reported,
+        not the unmount's that follows it."""
         mount()
+        done = False
         try:
-            return work()
+            r = work()
+            done = True
+            return r
         finally:
-            umount()
+            try:
+                umount()
+            except Exception:  # noqa: BLE001 (the first error is said)
+                if done:
+                    raise
 
     def layers(self, seed, n, p):
         """The lower layers of both, highest first: the random tree, and
