@@ -24,7 +24,8 @@
  * message in err. */
 static int read_all(const char *path, char **out, size_t *outlen, char *err, size_t errlen)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* O_NONBLOCK: a fifo is refused below, never waited on */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	struct stat st;
 	char *buf = NULL;
 	size_t len = 0;
