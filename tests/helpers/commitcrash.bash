@@ -54,22 +54,26 @@ cc_commit_fi() {
 # COUNT counted calls: every one with FI_ALL=1 or when COUNT <= MAX (the
 # environment's CC_POINTS, when set, is MAX); else the first 4 and the
 # last 4 (where the journal is begun and ended, and the marker set and
-# cleared) and MAX - 8 spread evenly between. Each filesystem's run of
-# the suite (sfs_suite_share) starts the spread at its own offset: the
-# runs together try points none of them tries alone. Every point in
-# make stress (tests/stress/commitcrash.bats).
+# cleared) and MAX - 8 spread evenly between. The suite's filesystems
+# (sfs_suite_share) deal these out among them, every other one each for
+# two: together the runs try the MAX points, each run a share of them.
+# Every point in make stress (tests/stress/commitcrash.bats).
 cc_points() {
-	local count=$1 max=${CC_POINTS:-$2} n step idx share
+	local count=$1 max=${CC_POINTS:-$2} n step idx share i=0 all
 	if [[ -n ${FI_ALL:-} ]] || ((count <= max)); then
 		seq 1 "$count"
 		return
 	fi
 	((max >= 10)) || max=10
 	read -r idx share < <(sfs_suite_share)
-	seq 1 4
 	step=$(((count - 8 + max - 9) / (max - 8)))
-	for ((n = 5 + idx * step / share; n <= count - 4; n += step)); do echo "$n"; done
-	seq $((count - 3)) "$count"
+	all=(1 2 3 4)
+	for ((n = 5; n <= count - 4; n += step)); do all+=("$n"); done
+	all+=($((count - 3)) $((count - 2)) $((count - 1)) "$count")
+	for n in "${all[@]}"; do
+		((i++ % share == idx)) && echo "$n"
+	done
+	return 0
 }
 
 # cc_check POINT HOW: kill the commit before call POINT, recover by HOW

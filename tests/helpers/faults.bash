@@ -251,25 +251,26 @@ fi_measure() {
 
 # fi_points COUNT: the crash points to try: every N from 1 to COUNT and
 # "after" (the last call made, then the kill) with FI_ALL=1; else about
-# FI_POINTS (default 6) of them spread evenly, the first and the last
-# always among them. On the suite's other filesystems (tests/run) half as
-# many by default, halfway between the first one's: the suite as a whole
-# tries more points in less time (every one in `make stress`).
+# FI_POINTS (default 8) of them spread evenly, the first, the last and
+# "after" always among them. The suite's filesystems (sfs_suite_share)
+# deal these out among them, every other one each for two: together the
+# runs try them all, each run a share (every one in `make stress`).
 fi_points() {
-	local count=$1 max=${FI_POINTS:-6} n step off=1 other=0
-	if [[ -z ${FI_POINTS:-} && -n ${SFS_SUITE_FIRST_FS:-} && ${SFS_FS:-} != "$SFS_SUITE_FIRST_FS" ]]; then
-		max=4 other=1
-	fi
+	local count=$1 max=${FI_POINTS:-8} n step idx share i=0 all
 	if [[ -n ${FI_ALL:-} ]] || ((count <= max)); then
 		seq 1 "$count"
-	else
-		step=$(((count + max - 2) / (max - 1)))
-		((other)) && off=$((1 + step / 2))
-		[[ $off != 1 ]] && echo 1
-		for ((n = off; n < count; n += step)); do echo "$n"; done
-		echo "$count"
+		echo after
+		return 0
 	fi
-	echo after
+	read -r idx share < <(sfs_suite_share)
+	step=$(((count + max - 2) / (max - 1)))
+	all=()
+	for ((n = 1; n < count; n += step)); do all+=("$n"); done
+	all+=("$count" after)
+	for n in "${all[@]}"; do
+		((i++ % share == idx)) && echo "$n"
+	done
+	return 0
 }
 
 # fi_check_crash NAME OPTS POINT: one crash point. Fresh branches, the
