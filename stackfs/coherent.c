@@ -20,6 +20,7 @@
 #include <sys/fanotify.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "stackfs/stackfs.h"
@@ -45,6 +46,7 @@ static struct {
 	int stop;                 /* eventfd: the thread is to end */
 	pthread_t thread;
 	bool running;
+	bool abandoned;           /* did not end at unmount: its fds kept */
 	pthread_mutex_t lock;     /* guards the table (branch changes add) */
 	struct coh_fs *fs;
 	unsigned nfs;
@@ -266,13 +268,37 @@ int sfs_coherent_start(void)
 	return ret;
 }
 
-void sfs_coherent_stop(void)
+/* The thread told to end and waited for, a bounded time: a notification
+ * it is sending may wait for the kernel's lock of a directory that a
+ * request holds, and after the loop ended nobody answers that request
+ * until the unmount that follows. Left running then (the process ends
+ * soon), with the fds it uses. */
+static bool thread_ended(void)
 {
+	struct timespec until;
 	uint64_t one = 1;
 
-	if (coh.running && write(coh.stop, &one, sizeof(one)) == sizeof(one))
-		pthread_join(coh.thread, NULL);
+	if (coh.abandoned)
+		return false;
+	if (!coh.running)
+		return true;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 2;
+	if (write(coh.stop, &one, sizeof(one)) != sizeof(one) ||
+	    pthread_timedjoin_np(coh.thread, NULL, &until) != 0) {
+		sfs_log(SFS_LOG_WARN, "coherent: the watcher did not end (a notification "
+			"waits for the kernel); left to the process's end");
+		coh.abandoned = true;
+		return false;
+	}
 	coh.running = false;
+	return true;
+}
+
+void sfs_coherent_stop(void)
+{
+	if (!thread_ended())
+		return;
 	for (unsigned i = 0; i < coh.nfs; i++)
 		close(coh.fs[i].mount_fd);
 	free(coh.fs);
