@@ -27,6 +27,9 @@ setup() {
 }
 
 teardown() {
+	[[ -n ${STOPPED:-} ]] && kill -CONT "$STOPPED" 2>/dev/null
+	[[ -n ${QUEUE:-} ]] && echo "$QUEUE" >/proc/sys/fs/fanotify/max_queued_events
+	exec 9>&- 2>/dev/null
 	[[ -n ${READERS:-} ]] && kill $READERS 2>/dev/null
 	[[ -n ${WATCH:-} ]] && kill "$WATCH" 2>/dev/null
 	wait 2>/dev/null
@@ -242,4 +245,49 @@ wait_for() {
 	run cat "$T"/err*
 	refute_output --regexp '(Input/output|Stale|Transport|Bad file|Permission)'
 	sfs_alive "$pid"
+}
+
+@test "coherent: a ro branch added to the live mount is watched too" {
+	mkdir -p "$T/lo2/d"
+	sfs_mount "$UP:$LO" "$MNT" timeout=600,coherent
+	run -0 "$SFS" branch add "$MNT" "$T/lo2" --bottom
+	run -1 stat "$MNT/d/from2"
+	echo two >"$T/lo2/d/from2"
+	wait_for test -e "$MNT/d/from2"
+	run -0 cat "$MNT/d/from2"
+	assert_output two
+}
+
+@test "coherent: events lost (queue overflow) drop everything, nothing is missed" {
+	local n
+	sfs_require_root "a global fanotify limit"
+	# the limit a group gets at its creation: small for this mount's
+	# only; the runs of other filesystems wait (the lock), so that none
+	# takes another's 16 for the value to put back
+	exec 9>"${TMPDIR:-/tmp}/stackfs-tests-fanotify-queue.lock"
+	flock 9
+	QUEUE=$(cat /proc/sys/fs/fanotify/max_queued_events)
+	echo 16 >/proc/sys/fs/fanotify/max_queued_events
+	sfs_mount "$UP:$LO" "$MNT" timeout=600,coherent
+	echo "$QUEUE" >/proc/sys/fs/fanotify/max_queued_events
+	QUEUE=
+	exec 9>&-
+	run -0 ls "$MNT/d"
+	for n in 0 1 2 3 4 5 6 7 8 9; do run -1 stat "$MNT/d/x$n"; done
+	run -0 cat "$MNT/d/f"
+	# the watcher held still while 200 events come, far past 16: those
+	# that matter come last, so they are lost
+	STOPPED=$(sfs_daemon_pid "$MNT")
+	kill -STOP "$STOPPED"
+	for n in {0..99}; do : >"$LO/d/filler$n"; done
+	rm "$LO"/d/filler*
+	for n in 0 1 2 3 4 5 6 7 8 9; do echo "$n" >"$LO/d/x$n"; done
+	echo newer >"$LO/d/f"
+	kill -CONT "$STOPPED"
+	STOPPED=
+	wait_for test -e "$MNT/d/x9"
+	run -0 cat "$MNT"/d/x{0..9} "$MNT/d/f"
+	assert_output "$(printf '%s\n' {0..9} newer)"
+	run -0 "$SFS" status "$MNT"
+	assert_output --regexp 'coherent_overflows +[1-9]'
 }
