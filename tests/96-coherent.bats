@@ -291,3 +291,21 @@ wait_for() {
 	run -0 "$SFS" status "$MNT"
 	assert_output --regexp 'coherent_overflows +[1-9]'
 }
+
+@test "coherent: a cached directory renamed, then removed, below" {
+	mkdir -p "$LO/d/sub/deep"
+	echo s >"$LO/d/sub/deep/s"
+	sfs_mount "$UP:$LO" "$MNT" timeout=600,coherent
+	run -0 cat "$MNT/d/sub/deep/s"
+	run -1 stat "$MNT/d/moved"
+	mv "$LO/d/sub" "$LO/d/moved"
+	wait_for test -e "$MNT/d/moved/deep/s"
+	run -1 stat "$MNT/d/sub"
+	run -0 cat "$MNT/d/moved/deep/s"
+	assert_output s
+	rm -r "$LO/d/moved"
+	wait_for test ! -e "$MNT/d/moved"
+	run -1 stat "$MNT/d/moved/deep/s"
+	run -0 ls "$MNT/d"
+	assert_output $'f\nk'
+}
