@@ -52,6 +52,10 @@ const struct sfs_optdef sfs_optlist[] = {
 	OURS("trace", TRACE, NULL,
 	     "log every call into a branch (the branch\n"
 	     "seam: operation, branch, path, result)\n"),
+	OURS("coherent", COHERENT, NULL,
+	     "watch the read-only branches (fanotify, needs\n"
+	     "CAP_SYS_ADMIN): a change made directly in one\n"
+	     "shows in the view at once, whatever timeout=\n"),
 	OURS("branches=", BRANCHES_FILE, "FILE",
 	     "the branches from FILE, one a line, highest\n"
 	     "first (DIR[=rw|ro|data], ':' unescaped; empty\n"

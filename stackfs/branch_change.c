@@ -35,8 +35,10 @@ static int remove_check(const struct sfs_snap *s, unsigned idx, char *err, size_
 
 /* Drops the kernel's entries: every cached name (a directory's drops its
  * whole subtree, negative entries included) and the names of the root,
- * whose negative entries nothing else reaches. */
-static void invalidate_kernel(struct sfs_snap *s)
+ * whose negative entries nothing else reaches; with inodes, every cached
+ * inode's attributes and pages too (-o coherent lost events: the data of
+ * any file may have changed). */
+void sfs_invalidate_all(bool inodes)
 {
 	struct sfs_node_name *v = NULL;
 	struct sfs_dirlist l = { 0 };
@@ -50,6 +52,8 @@ static void invalidate_kernel(struct sfs_snap *s)
 			fuse_lowlevel_notify_inval_entry(sfs_m.se, v[i].parent, v[i].name,
 							 strlen(v[i].name));
 	}
+	for (size_t i = 0; inodes && i < n; i++)
+		fuse_lowlevel_notify_inval_inode(sfs_m.se, v[i].self, 0, 0);
 	for (size_t i = 0; i < n; i++)
 		free(v[i].name);
 	free(v);
@@ -60,8 +64,7 @@ static void invalidate_kernel(struct sfs_snap *s)
 							 strlen(l.e[i].name));
 	sfs_dirlist_free(&l);
 	sfs_stack_put(st);
-	fuse_lowlevel_notify_inval_inode(sfs_m.se, FUSE_ROOT_ID, -1, 0);
-	(void)s;
+	fuse_lowlevel_notify_inval_inode(sfs_m.se, FUSE_ROOT_ID, inodes ? 0 : -1, 0);
 }
 
 int sfs_branches_change(const struct sfs_change *c, bool force, char *err, size_t errlen)
@@ -93,6 +96,10 @@ int sfs_branches_change(const struct sfs_change *c, bool force, char *err, size_
 	}
 	sfs_log(SFS_LOG_INFO, "branches changed (generation %u)", s->gen);
 	sfs_snap_put(old);
-	invalidate_kernel(s);
+	/* a new read-only branch on another filesystem is watched too */
+	if (sfs_coherent_watch(s, err, errlen) < 0)
+		sfs_log(SFS_LOG_WARN, "%s: changes made directly in it show after the timeout",
+			err);
+	sfs_invalidate_all(false);
 	return 0;
 }

@@ -194,6 +194,13 @@ static void do_status(struct reply *r)
 		    o->sync == SFS_SYNC_ALWAYS, sfs_pt_active() ? "on" : "off");
 	else
 		fail(r, ENOMEM, strerror(ENOMEM));
+	out(r, "coherent\t%s\n", sfs_coherent_on() ? "fanotify" : "off");
+	if (sfs_coherent_on())
+		out(r, "coherent_events\t%llu\ncoherent_notifications\t%llu\n"
+		    "coherent_overflows\t%llu\n",
+		    (unsigned long long)atomic_load(&sfs_coh_stats.events),
+		    (unsigned long long)atomic_load(&sfs_coh_stats.notifications),
+		    (unsigned long long)atomic_load(&sfs_coh_stats.overflows));
 	out_log_to(r, o);
 	list_branches(r, "branch\t");
 	if (n > 0)

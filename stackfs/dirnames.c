@@ -123,6 +123,11 @@ struct sfs_dirnames *sfs_dirnames_get(struct sfs_node *n, struct sfs_stack *st)
 	d = read_names(st);
 	pthread_mutex_lock(&n->lock);
 	st->names_reading = false;
+	/* what was read may predate a change seen meanwhile (-o coherent):
+	 * this lookup uses it, no other */
+	if (d && st->names_dropped)
+		d->expires_ms = 0;
+	st->names_dropped = false;
 	if (d) {
 		old = st->names;
 		st->names = d;
@@ -131,4 +136,32 @@ struct sfs_dirnames *sfs_dirnames_get(struct sfs_node *n, struct sfs_stack *st)
 	pthread_mutex_unlock(&n->lock);
 	sfs_dirnames_put(old);
 	return d;
+}
+
+void sfs_dirnames_drop(struct sfs_node *n)
+{
+	struct sfs_dirnames *d;
+
+	pthread_mutex_lock(&n->lock);
+	d = n->stack ? n->stack->names : NULL;
+	if (n->stack) {
+		n->stack->names = NULL;
+		n->stack->names_dropped = n->stack->names_reading;
+	}
+	pthread_mutex_unlock(&n->lock);
+	sfs_dirnames_put(d);
+}
+
+/* Under the node's shard lock (sfs_nodes_each): its lock may be taken,
+ * and freeing the index takes no other. */
+static void drop_one(struct sfs_node *n, void *arg)
+{
+	(void)arg;
+	sfs_dirnames_drop(n);
+}
+
+void sfs_dirnames_drop_all(void)
+{
+	sfs_dirnames_drop(sfs_node_root());
+	sfs_nodes_each(drop_one, NULL);
 }

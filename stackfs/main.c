@@ -156,6 +156,10 @@ static int serve(struct fuse_session *se, const struct sfs_opts *o)
 		publish_failed(ret);
 	else if (sfs_control_start() < 0)
 		sfs_log(SFS_LOG_WARN, "cannot start the control channel");
+	/* a thread: after the fork into the background */
+	if ((ret = sfs_coherent_start()) < 0)
+		sfs_log(SFS_LOG_ERR, "-o coherent: cannot start the watcher: %s (changes made "
+			"directly in the branches show after the timeout)", strerror(-ret));
 	/* before the loop: the INIT reply must find the window set */
 	/* the window is a file of /sys/class/bdi, root's to write */
 	if (o->readahead_kb && sfs_records_privileged() &&
@@ -172,6 +176,7 @@ static int serve(struct fuse_session *se, const struct sfs_opts *o)
 	fuse_loop_cfg_set_clone_fd(cfg, 0);
 	ret = fuse_session_loop_mt(se, cfg);
 	fuse_loop_cfg_destroy(cfg);
+	sfs_coherent_stop();
 	sfs_control_stop();
 	sfs_runtime_unpublish();
 	return ret == 0 ? 0 : 1;
@@ -198,6 +203,12 @@ static int run(struct fuse_args *args, struct sfs_opts *o)
 	}
 	if (ret == 0)
 		ret = log_open(o);
+	/* refused before the mount: a view that silently goes stale is what
+	 * the option is there to prevent */
+	if (ret == 0 && o->coherent && sfs_coherent_open(sfs_m.snap, err, sizeof(err)) < 0) {
+		sfs_errmsg("%s", err);
+		ret = 1;
+	}
 	if (ret)
 		goto out;
 	sfs_compat_log_notes();
@@ -239,6 +250,7 @@ static int run(struct fuse_args *args, struct sfs_opts *o)
 	}
 	sfs_m.se = NULL;
 out:
+	sfs_coherent_stop();
 	fuse_session_destroy(se);
 	return ret;
 }

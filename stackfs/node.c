@@ -539,6 +539,7 @@ int sfs_nodes_names(struct sfs_node_name **out, size_t *count)
 				}
 				pthread_mutex_lock(&nd->lock);
 				v[n].parent = nd->parent ? sfs_node_id(nd->parent) : 0;
+				v[n].self = sfs_node_id(nd);
 				v[n].name = nd->name ? strdup(nd->name) : NULL;
 				pthread_mutex_unlock(&nd->lock);
 				if (v[n].parent && v[n].name)
@@ -552,4 +553,76 @@ int sfs_nodes_names(struct sfs_node_name **out, size_t *count)
 	*out = v;
 	*count = n;
 	return ret;
+}
+
+void sfs_nodes_each(void (*fn)(struct sfs_node *n, void *arg), void *arg)
+{
+	for (int i = 0; i < SHARDS; i++) {
+		pthread_mutex_lock(&shards[i].lock);
+		for (size_t b = 0; b < shards[i].nbuckets; b++)
+			for (struct sfs_node *nd = shards[i].buckets[b]; nd; nd = nd->hnext)
+				fn(nd, arg);
+		pthread_mutex_unlock(&shards[i].lock);
+	}
+}
+
+static int by_parent(const void *a, const void *b)
+{
+	const struct sfs_node_name *x = a, *y = b;
+
+	return x->parent < y->parent ? -1 : x->parent > y->parent;
+}
+
+/* Under the shard lock: whether nd is at one of want's places (sorted
+ * by parent); the index, or -1. */
+static long place_of(struct sfs_node *nd, const struct sfs_node_name *want, size_t n)
+{
+	struct sfs_node_name key = { 0 };
+	const struct sfs_node_name *hit;
+	long ret = -1;
+
+	pthread_mutex_lock(&nd->lock);
+	key.parent = nd->parent ? sfs_node_id(nd->parent) : 0;
+	hit = key.parent && nd->name ? bsearch(&key, want, n, sizeof(*want), by_parent) : NULL;
+	/* back to the first of that parent, then each of its names */
+	while (hit && hit > want && hit[-1].parent == key.parent)
+		hit--;
+	for (; hit && hit < want + n && hit->parent == key.parent; hit++)
+		if (!strcmp(hit->name, nd->name)) {
+			ret = hit - want;
+			break;
+		}
+	pthread_mutex_unlock(&nd->lock);
+	return ret;
+}
+
+/* One pass over the table for a batch of places (coherent_apply.c):
+ * sorting them keeps it one pass, not one per place. */
+int sfs_nodes_at(const struct sfs_node_name *want, size_t n, struct sfs_node **found)
+{
+	struct sfs_node_name *w = malloc(n * sizeof(*w));
+
+	if (!w)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		w[i] = want[i];
+		w[i].self = i; /* where its answer goes */
+		found[i] = NULL;
+	}
+	qsort(w, n, sizeof(*w), by_parent);
+	for (int i = 0; i < SHARDS; i++) {
+		pthread_mutex_lock(&shards[i].lock);
+		for (size_t b = 0; b < shards[i].nbuckets; b++)
+			for (struct sfs_node *nd = shards[i].buckets[b]; nd; nd = nd->hnext) {
+				long k = place_of(nd, w, n);
+
+				if (k >= 0 && !found[w[k].self]) {
+					nd->refs++;
+					found[w[k].self] = nd;
+				}
+			}
+		pthread_mutex_unlock(&shards[i].lock);
+	}
+	free(w);
+	return 0;
 }

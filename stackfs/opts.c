@@ -402,6 +402,9 @@ static int flag(struct sfs_opts *o, int key)
 	case SFS_OPTK_TRACE:
 		o->trace = 1;
 		break;
+	case SFS_OPTK_COHERENT:
+		o->coherent = 1;
+		break;
 	}
 	return 0;
 }
@@ -463,6 +466,7 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *out)
 	case SFS_OPTK_USERXATTR:
 	case SFS_OPTK_NOACL:
 	case SFS_OPTK_TRACE:
+	case SFS_OPTK_COHERENT:
 		return flag(o, key);
 	case SFS_OPTK_LOWERDIR:
 	case SFS_OPTK_LOWERDIR_PLUS:

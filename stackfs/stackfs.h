@@ -43,6 +43,7 @@ struct sfs_opts {
 	int writeback;            /* the kernel's writeback cache */
 	int nopassthrough;        /* serve all data by requests */
 	int trace;                /* log every call into a branch */
+	int coherent;             /* watch the ro branches (coherent.c) */
 	int noacl;                /* no POSIX ACLs in the view */
 	int noxattrs;             /* no xattrs at all in the view */
 	int userxattr;            /* overlayfs's userxattr (accepted, whiteout=wh) */
@@ -106,6 +107,7 @@ struct sfs_stack {
 				   * (metacopy.c) */
 	/* under the lock of the node holding it (dirnames.c): */
 	bool names_reading;       /* a thread is reading its name index */
+	bool names_dropped;       /* a layer changed while it was read */
 	struct sfs_dirnames *names; /* its name index, or NULL */
 	struct sfs_layer l[];
 };
@@ -170,8 +172,15 @@ void sfs_node_set_stack(struct sfs_node *n, struct sfs_stack *st);
 struct sfs_node_name {
 	fuse_ino_t parent;
 	char *name;
+	fuse_ino_t self;          /* the node's own id */
 };
 int sfs_nodes_names(struct sfs_node_name **out, size_t *count);
+/* Calls fn with every cached node but the root, under its shard's lock:
+ * fn may take the node's lock and nothing else. */
+void sfs_nodes_each(void (*fn)(struct sfs_node *n, void *arg), void *arg);
+/* found[i]: the cached node whose place is want[i] (parent and name;
+ * self ignored), referenced, or NULL. One pass over the table. */
+int sfs_nodes_at(const struct sfs_node_name *want, size_t n, struct sfs_node **found);
 /* Records a rename: the node now lives at parent/name. */
 int sfs_node_move(struct sfs_node *n, struct sfs_node *parent, const char *name);
 
@@ -252,6 +261,10 @@ struct sfs_dirnames;
 struct sfs_dirnames *sfs_dirnames_get(struct sfs_node *n, struct sfs_stack *st);
 const struct sfs_unames *sfs_dirnames_ix(const struct sfs_dirnames *d);
 void sfs_dirnames_put(struct sfs_dirnames *d);
+/* The index of n's stack forgotten (a read-only layer of it changed:
+ * -o coherent); of every node's. */
+void sfs_dirnames_drop(struct sfs_node *n);
+void sfs_dirnames_drop_all(void);
 
 /* ---- lookup.c: resolution across branches ---------------------------- */
 /* Resolves name in the directory stack dst: the highest branch holding
@@ -621,5 +634,42 @@ void sfs_control_stop(void);
 /* Applies a branch change to the live mount: the new snapshot, the root,
  * and the kernel told to drop what it cached. 0 or -errno + message. */
 int sfs_branches_change(const struct sfs_change *c, bool force, char *err, size_t errlen);
+/* The kernel told to drop every entry it caches (and, with inodes, every
+ * inode's attributes and pages). */
+void sfs_invalidate_all(bool inodes);
+
+/* ---- coherent.c: -o coherent, the read-only branches watched ---------- */
+/* An event of a watched branch: a directory of it and a name in it
+ * (NULL: the directory itself changed). */
+struct sfs_coh_ev {
+	uint32_t mask;            /* FAN_* */
+	int dirfd;                /* O_PATH */
+	char *name;
+};
+struct sfs_coh_stats {
+	atomic_uint_fast64_t events;
+	atomic_uint_fast64_t notifications;
+	atomic_uint_fast64_t overflows;
+};
+extern struct sfs_coh_stats sfs_coh_stats;
+/* At mount, before the session is mounted: the watch set up on the
+ * read-only branches of s, or -errno with the reason in err (the mount
+ * is refused: -o coherent never falls back silently). */
+int sfs_coherent_open(const struct sfs_snap *s, char *err, size_t len);
+/* After a branch change: the filesystems of s's read-only branches not
+ * watched yet are (0 or -errno, err). Nothing when coherent is off. */
+int sfs_coherent_watch(const struct sfs_snap *s, char *err, size_t len);
+/* The watcher thread (after the daemon went to the background). */
+int sfs_coherent_start(void);
+void sfs_coherent_stop(void);
+bool sfs_coherent_on(void);
+
+/* ---- coherent_apply.c: what a change below does to the view ---------- */
+/* A batch of events applied: the daemon's caches refreshed, the kernel
+ * notified (no lock held). */
+void sfs_coh_apply(const struct sfs_coh_ev *ev, size_t n);
+/* Events were lost: everything the kernel caches dropped. */
+void sfs_coh_overflow(void);
+void sfs_coh_invalidate_all(void);
 
 #endif

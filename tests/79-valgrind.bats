@@ -130,3 +130,37 @@ vg_workload() {
 	vg_workload
 	vg_umount_check
 }
+
+@test "valgrind: the same with -o coherent, the lower branch changed under the view" {
+	local i
+	mkdir -p "$LO/d" "$LO/w"
+	echo lo >"$LO/f"
+	echo g >"$LO/g"
+	echo x >"$LO/d/x"
+	vg_mount -o coherent,timeout=600
+	ls -la "$MNT/w" >/dev/null
+	for i in 1 2 3 4 5; do
+		echo "$i" >"$LO/w/n$i"
+		mkdir "$LO/w/dir$i"
+		echo y >"$LO/w/dir$i/y"
+	done
+	for i in 1 2 3 4 5; do
+		[[ -e $MNT/w/n5 && -e $MNT/w/dir5/y ]] && break
+		sleep 0.5
+	done
+	run -0 cat "$MNT/w/n5" "$MNT/w/dir5/y"
+	assert_output $'5\ny'
+	chmod 600 "$LO/w/n1"
+	mv "$LO/w/n2" "$LO/w/n2b"
+	rm -r "$LO/w/dir3" "$LO/w/n4"
+	# beside its entry in one branch a whiteout hides nothing
+	echo x >"$LO/w/.wh.n5"
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		[[ ! -e $MNT/w/n4 && ! -e $MNT/w/dir3 ]] && break
+		sleep 0.5
+	done
+	run -0 ls "$MNT/w"
+	assert_output $'dir1\ndir2\ndir4\ndir5\nn1\nn2b\nn3\nn5'
+	vg_workload
+	vg_umount_check
+}
