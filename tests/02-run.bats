@@ -27,3 +27,27 @@ load helpers/common
 	run -0 env SFS_FS_LIST=ext4 "$SFS_REPO/tests/run" "$f"
 	[[ ${lines[-1]} == "1 passed, 0 failed, 0 skipped" ]] || fail "last line: ${lines[-1]}"
 }
+
+# bats 1.8's `run -N` set a global i (helpers/common.bash patches it): a
+# loop over i around it never ended
+@test "a loop's i survives run -0 in it" {
+	local i n=0
+	for ((i = 0; i < 6; i++)); do
+		run -0 true
+		n=$((n + 1))
+		((n < 10)) || fail "the loop did not end: i is $i after run"
+	done
+	((n == 6)) || fail "$n rounds, not 6"
+}
+
+# helpers/common.bash cuts bats's per-command trace for its own helpers:
+# a failure must still name the test's line
+@test "a failure through a helper still names the test's line" {
+	local f=$BATS_TEST_TMPDIR/sample.bats
+	mkdir -p "$BATS_TEST_TMPDIR/helpers"
+	cp "$SFS_REPO"/tests/helpers/common.bash "$BATS_TEST_TMPDIR/helpers/"
+	printf '%s\n' 'load helpers/common' '' '@test "fails" {' '	true' '	sfs_require_cmd true' '	run -0 false' '}' >"$f"
+	run -1 env SFS_FS_LIST=ext4 "$SFS_REPO/tests/run" "$f"
+	assert_line --partial "sample.bats, line 6)"
+	assert_line --partial "expected exit code 0, got 1"
+}

@@ -25,12 +25,22 @@ load /usr/lib/bats/bats-assert/load
 # here, of bats itself and of bats-assert skip it (a failure in them is reported at the
 # test's line that called them).
 _SFS_UNTRACED=("$BATS_TEST_DIRNAME/helpers/" /usr/lib/bats)
-if declare -F bats_debug_trap >/dev/null && [[ -z ${_SFS_TRAP_CUT:-} ]]; then
-	# the same function with a first line that returns at once for them
-	# (not a wrapper: the trace bats keeps counts the trap's frames)
-	_SFS_TRAP_CUT=$(declare -f bats_debug_trap)
-	eval "${_SFS_TRAP_CUT%%\{*}{ [[ \$1 == \"\${_SFS_UNTRACED[0]}\"* || \$1 == \"\${_SFS_UNTRACED[1]}\"* ]] && return 0; ${_SFS_TRAP_CUT#*\{}"
-fi
+
+# _sfs_patch_fn NAME CODE: bats's function NAME with CODE run first.
+_sfs_patch_fn() {
+	local src
+	declare -F "$1" >/dev/null || return 0
+	src=$(declare -f "$1")
+	[[ $src == *"$2"* ]] && return 0 # loaded twice
+	eval "${src%%\{*}{ $2 ${src#*\{}"
+}
+# the same function with a first line that returns at once for them
+# (not a wrapper: the trace bats keeps counts the trap's frames)
+_sfs_patch_fn bats_debug_trap \
+	'[[ $1 == "${_SFS_UNTRACED[0]}"* || $1 == "${_SFS_UNTRACED[1]}"* ]] && return 0;'
+# bats 1.8's version comparison, which `run -N` calls, loops on a global
+# i: a test's `for ((i...))` around a `run -0` went wrong silently
+_sfs_patch_fn bats_version_lt 'local i;'
 
 SFS_REPO=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
 : "${SFS_BUILD:=$SFS_REPO/build}"
