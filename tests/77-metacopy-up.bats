@@ -290,9 +290,12 @@ PY
 	run -0 tar -tvf "$T/layer.tar" big
 	assert_output --partial "-rw-------"
 	cp "$LO/big" "$T/big.want"
+	mtime=$(stat -c %y "$UP/big")
 	run -0 "$SFS" commit "$UP" --into "$LO"
 	cmp "$LO/big" "$T/big.want"
 	[[ $(stat -c %a "$LO/big") == 600 ]]
+	# regression: the data brought in kept the file's times
+	[[ $(stat -c %y "$LO/big") == "$mtime" ]] || fail "mtime $(stat -c %y "$LO/big"), was $mtime"
 	run -0 cat "$LO/small"
 	assert_output small
 	[[ $(stat -c %u "$LO/small") == 1000 ]]
