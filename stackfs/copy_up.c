@@ -107,7 +107,6 @@ static int stage_file(const struct sfs_layer *data, const struct stat *st,
 		      int workfd, struct staged *s, enum cu_data how)
 {
 	bool nodata = how != CU_FULL;
-
 	int in = -1, out, ret = 0;
 
 	out = sfs_do_tmpfile(workfd, O_WRONLY, 0600);
