@@ -201,7 +201,6 @@ PY
 	echo other-a >"$A/g"
 	sfs_mount "$UP:$A=ro:$B=ro" "$MNT"
 	chmod 0600 "$MNT/f"
-	chmod 0600 "$T/upper" 2>/dev/null || true
 	run -0 cat "$MNT/f"
 	assert_output in-b
 	"$SFS" umount "$MNT"
@@ -253,6 +252,14 @@ PY
 	run "$SFS" fsck "$UP"
 	((status == 4)) || fail "fsck exit $status: $output"
 	assert_output --partial METACOPY_NO_DATA
+	# neither a layer nor a commit takes the new file's bytes for its data
+	run "$SFS" diff --format=oci "$UP"
+	((status == 1)) || fail "diff exit $status"
+	assert_output --partial "metacopy file whose data is in no branch below"
+	sfs_snapshot "$LO"
+	run "$SFS" commit "$UP" --into "$LO"
+	((status != 0)) || fail "commit succeeded: $output"
+	sfs_assert_unchanged "$LO"
 }
 
 @test "kernel overlayfs (metacopy=on) reads a whiteout=overlay upper of stackfs's metacopies as stackfs does" {
