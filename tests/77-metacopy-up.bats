@@ -116,6 +116,7 @@ PY
 @test "the first write brings the data in and the mark goes; an O_TRUNC open copies nothing" {
 	sfs_mount "$UP:$LO=ro" "$MNT"
 	chmod 0600 "$MNT/big" "$MNT/small"
+	is_metacopy "$UP/big" && no_data "$UP/big"
 	# a reader opened before the write follows it
 	exec {rfd}<"$MNT/big"
 	echo tail >>"$MNT/big"
@@ -139,6 +140,7 @@ PY
 @test "truncate of a metacopy keeps the lower bytes it keeps" {
 	sfs_mount "$UP:$LO=ro" "$MNT"
 	chmod 0600 "$MNT/big"
+	is_metacopy "$UP/big" && no_data "$UP/big"
 	truncate -s 1000 "$MNT/big"
 	head -c 1000 "$LO/big" | cmp - "$MNT/big"
 	"$SFS" umount "$MNT"
@@ -151,6 +153,7 @@ PY
 	cp "$LO/big" "$LO/d/f"
 	sfs_mount "$UP:$LO=ro" "$MNT"
 	chmod 0600 "$MNT/big" "$MNT/d/f"
+	is_metacopy "$UP/big" && is_metacopy "$UP/d/f"
 	mv "$MNT/big" "$MNT/moved"
 	mv "$MNT/d/f" "$MNT/f2"
 	cmp "$MNT/moved" "$LO/big"
@@ -189,6 +192,7 @@ PY
 	ino=$(stat -c %i "$MNT/big")
 	"$SFS" umount "$MNT"
 	sfs_mount "$UP:$LO=ro" "$MNT"
+	is_metacopy "$UP/big" && no_data "$UP/big"
 	readers "$MNT/big" "$LO/big"
 	[[ $(stat -c %i "$MNT/big") == "$ino" ]]
 	[[ $(stat -c %a "$MNT/big") == 600 ]]
