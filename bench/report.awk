@@ -253,6 +253,34 @@ END {
 		print ""
 	}
 
+	if ("chown" in seen) {
+		data = mv["chown_data_kib", 1]
+		print "## Metadata-only copy-up: chown -R (issue 19)"
+		print ""
+		printf "`chown -R` of a lower tree (%s) through each union: stackfs (metacopy on, the default), kernel overlayfs with `metacopy=on,redirect_dir=on` (overlayfs-mc), fuse-overlayfs, and stackfs `-o metacopy=off` (whole copies). The upper's disk use is `du -sk` of the upper after the sync (stackfs's includes its `.stackfs`), as a share of the tree's %d KiB. Targets: stackfs ≤ 1.5× overlayfs-mc, and its upper < 1%% of the data.\n\n", label["chown"], data
+		print "| system | chown -R | + sync | ×overlayfs-mc | upper KiB | upper / data | met |"
+		print "|---|---|---|---|---|---|---|"
+		split("stackfs overlayfs-mc fuse-overlayfs stackfs-mcoff", cs, " ")
+		for (i = 1; i <= 4; i++) {
+			if (!n["chown" SUBSEP cs[i]])
+				continue
+			r1 = ratio("chown", cs[i], "overlayfs-mc")
+			du = mmed("chown_du_" cs[i])
+			fr = data > 0 ? du / data : 0
+			met = "—"
+			if (cs[i] == "stackfs") {
+				met = r1 != "" && r1 <= 1.5 && fr < 0.01 ? "yes" : "**NO**"
+				if (r1 != "" && r1 > 1.5)
+					miss(sprintf("chown -R: %.2f× kernel overlayfs metacopy=on (limit 1.5)", r1))
+				if (fr >= 0.01)
+					miss(sprintf("chown -R: the upper holds %.2f%% of the data (limit 1%%)", fr * 100))
+			}
+			printf "| %s | %s | %s | %s | %d | %.3f%% | %s |\n", cs[i], cell("chown", cs[i]), \
+				cell("chown_sync", cs[i]), rs(r1), du, fr * 100, met
+		}
+		print ""
+	}
+
 	print "## Targets missed"
 	print ""
 	if (!nmiss)
@@ -269,8 +297,8 @@ END {
 		split(k, kk, SUBSEP)
 		line[kk[1], kk[2]] = 1
 	}
-	split("stackfs overlayfs fuse-overlayfs ext4 stackfs-volatile stackfs-always stackfs-2 stackfs-16 stackfs-128 stackfs-1000 overlayfs-2 overlayfs-16", sl, " ")
-	split("create stat_cold stat_warm list rm seqwrite seqread rand1 rand4 cu_big cu_big_sync cu_small cu_sparse cu_sparse_sync untar br_stat br_list many_stat", ol, " ")
+	split("stackfs overlayfs fuse-overlayfs ext4 overlayfs-mc stackfs-mcoff stackfs-volatile stackfs-always stackfs-2 stackfs-16 stackfs-128 stackfs-1000 overlayfs-2 overlayfs-16", sl, " ")
+	split("create stat_cold stat_warm list rm seqwrite seqread rand1 rand4 cu_big cu_big_sync cu_small cu_sparse cu_sparse_sync untar chown chown_sync br_stat br_list many_stat", ol, " ")
 	for (i = 1; i in ol; i++)
 		for (j = 1; j in sl; j++) {
 			k = ol[i] SUBSEP sl[j]

@@ -436,6 +436,15 @@ ssize_t sfs_do_readlinkat(int dirfd, const char *name, char *buf, size_t len)
 	return done("readlink", dirfd, name, NULL, readlinkat(dirfd, name, buf, len), NULL);
 }
 
+int sfs_do_statx_attrs(int fd, uint64_t *attrs)
+{
+	struct statx x;
+	int r = statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, 0, &x);
+
+	*attrs = r == 0 ? x.stx_attributes & x.stx_attributes_mask : 0;
+	return (int)done("statx", fd, "", NULL, r, NULL);
+}
+
 int sfs_do_statx(int fd, struct stat *st, uint64_t *mnt)
 {
 	struct statx x;

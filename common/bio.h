@@ -95,6 +95,10 @@ ssize_t sfs_do_readlinkat(int dirfd, const char *name, char *buf, size_t len);
 /* statx of the fd itself (O_PATH too, never following a symlink): its
  * stat and the id of the mount it is on (mnt may be NULL). */
 int sfs_do_statx(int fd, struct stat *st, uint64_t *mnt);
+/* The inode attributes statx reports of fd (STATX_ATTR_APPEND,
+ * STATX_ATTR_IMMUTABLE...: chattr's flags without opening the file), 0
+ * where the filesystem reports none. 0 or -errno. */
+int sfs_do_statx_attrs(int fd, uint64_t *attrs);
 int sfs_do_name_to_handle(int dirfd, const char *name, void *fh, int *mount_id, int flags);
 int sfs_do_open_by_handle(int mount_fd, void *fh, int flags);
 

@@ -102,9 +102,12 @@ const struct sfs_optdef sfs_optlist[] = {
 	       "is read in every branch; stackfs's own\n"
 	       "records stay trusted.* when root mounts\n"
 	       "(a user's mount writes user.* ones)\n"),
-	NOTE("metacopy=", "on|off",
-	     "accepted: a copy-up copies the whole file;\n"
-	     "metacopy files of lower layers are read\n"),
+	COMPAT("metacopy=", METACOPY, "on|off",
+	       "on (default): a chmod, chown, utimes,\n"
+	       "setxattr or chattr of a lower file copies\n"
+	       "its metadata only, the data at its first\n"
+	       "write; off: the whole file. Metacopy files\n"
+	       "of lower layers are read either way\n"),
 	NOTE("redirect_dir=", "on|off|follow|nofollow",
 	     "accepted: a renamed directory always gets a\n"
 	     "redirect record; those below are followed\n"),

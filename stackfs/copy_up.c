@@ -15,6 +15,7 @@
 #include <linux/limits.h>
 
 #include "stackfs/stackfs.h"
+#include "whiteout/metacopy.h"
 #include "whiteout/metadir.h"
 #include "xattr/xattr.h"
 
@@ -94,12 +95,18 @@ static int open_made(int workfd, const char *tmp, mode_t type)
 	return fd;
 }
 
+/* What a regular file's copy gets of its data: all of it, none (an
+ * O_TRUNC open), or none but its size (a metadata-only copy, a metacopy:
+ * its data is read from below until its first write). */
+enum cu_data { CU_FULL, CU_EMPTY, CU_META };
+
 /* The data of a regular file (data: the layer holding it, src's own or
  * a metacopy's, NULL when there is none); s->fd is an O_PATH fd of the
  * new file. */
 static int stage_file(const struct sfs_layer *data, const struct stat *st,
-		      int workfd, struct staged *s, bool nodata)
+		      int workfd, struct staged *s, enum cu_data how)
 {
+	bool nodata = how != CU_FULL;
 	int in = -1, out, ret = 0;
 
 	out = sfs_do_tmpfile(workfd, O_WRONLY, 0600);
@@ -115,13 +122,18 @@ static int stage_file(const struct sfs_layer *data, const struct stat *st,
 		ret = s->fd;
 	if (ret == 0 && !nodata && !data)
 		ret = -EIO;
+	/* a metacopy: sparse at the size, no block of its own */
+	if (ret == 0 && how == CU_META && ftruncate(out, st->st_size) < 0)
+		ret = -errno;
 	if (ret == 0 && !nodata) {
 		in = sfs_open_source(data->fd);
 		ret = in < 0 ? in : sfs_copy_data(in, out, st->st_size);
 	}
 	/* normal and always: never placed with data not yet on the disk
 	 * (a power cut would show it short or empty, hiding the lower file);
-	 * an empty copy (O_TRUNC) has none */
+	 * an empty copy (O_TRUNC) has none, nor has a metacopy (its size and
+	 * marks are journalled metadata, committed before the link placing
+	 * it: NOTES.md "Metadata-only copy-up") */
 	if (ret == 0 && !nodata)
 		ret = sfs_sync_copy(out);
 	if (in >= 0)
@@ -185,7 +197,7 @@ static int staging_alive(int workfd)
  * data from data), then its metadata (src's). */
 static int stage_entry(const struct sfs_layer *src, const struct sfs_layer *data, int sdir,
 		       const char *sname, const struct stat *st, int workfd, struct staged *s,
-		       bool nodata)
+		       enum cu_data how)
 {
 	int ret;
 
@@ -196,7 +208,7 @@ static int stage_entry(const struct sfs_layer *src, const struct sfs_layer *data
 	if (ret < 0)
 		return ret;
 	if (S_ISREG(st->st_mode))
-		ret = stage_file(data, st, workfd, s, nodata);
+		ret = stage_file(data, st, workfd, s, how);
 	else
 		ret = stage_node(src, st, workfd, s);
 	/* a 0:0 device copied up is a real one (a whiteout has no node): the
@@ -329,27 +341,6 @@ static int set_origin(const struct sfs_stack *st, const struct stat *src,
 	return sfs_origin_set(dfd, dname, &o);
 }
 
-/* Whether a lower entry goes into the hard-link index at copy-up: every
- * non-directory with several names (a symlink, device, fifo or socket
- * can be hard-linked too, and the node of its names is one), so that
- * all its names show the one copy. */
-static bool index_worthy(const struct stat *src)
-{
-	return !S_ISDIR(src->st_mode) && src->st_nlink > 1;
-}
-
-/* The copy a lower entry with several names already has in the index
- * (copied up through another name), as an fd to link: its own fd when
- * the name shows it already, else the index entry, else -1. */
-static int indexed_copy(const struct sfs_stack *st, const struct stat *src)
-{
-	if (st->indexed)
-		return fcntl(st->l[0].fd, F_DUPFD_CLOEXEC, 0);
-	if (!index_worthy(src))
-		return -1;
-	return sfs_index_open_of(st->snap, st->l[0].fd, src);
-}
-
 /* A placed copy and the directory it was placed in: durable now
  * (always), or when an fsync through the view covers them (normal). A
  * symlink or device comes with its directory (sync.c). */
@@ -381,15 +372,18 @@ static int link_copy(int copyfd, int dirfd, const char *name)
  * several names goes into the index too. Nothing is left on failure. */
 static int stage_copy(const struct sfs_stack *st, const struct sfs_layer *sl,
 		      const struct stat *src, int workfd, const char *name,
-		      bool nodata, struct staged *s)
+		      enum cu_data how, struct staged *s)
 {
-	const struct sfs_layer *data = S_ISREG(src->st_mode) && !nodata ? sfs_stack_data(st) : NULL;
-	int ret = stage_entry(&st->l[0], data, sl->fd, name, src, workfd, s, nodata);
+	const struct sfs_layer *data = S_ISREG(src->st_mode) && how == CU_FULL ?
+				       sfs_stack_data(st) : NULL;
+	int ret = stage_entry(&st->l[0], data, sl->fd, name, src, workfd, s, how);
 
 	if (ret < 0)
 		return ret;
 	ret = set_origin(st, src, workfd, s);
-	if (ret == 0 && index_worthy(src))
+	if (ret == 0 && how == CU_META)
+		ret = sfs_metacopy_mark(s->fd, sfs_m.opts.whiteout);
+	if (ret == 0 && sfs_index_worthy(src))
 		ret = sfs_index_link(st->snap, st->l[0].fd, src, s->fd);
 	if (ret < 0)
 		unstage(workfd, s, src->st_mode);
@@ -399,18 +393,20 @@ static int stage_copy(const struct sfs_stack *st, const struct sfs_layer *sl,
 /* The node's new stack after its copy-up into branch tb of the parent's
  * snapshot s: the copy alone, or above the lower layers for a directory. */
 static int install(struct sfs_node *n, const struct sfs_stack *st, struct sfs_snap *s,
-		   const struct sfs_branch *tb, int fd, const struct stat *src)
+		   const struct sfs_branch *tb, int fd, const struct stat *src, bool meta)
 {
 	struct sfs_stack *ns;
 
 	if (S_ISDIR(src->st_mode)) {
 		ns = stack_with(st, s, tb, fd);
+	} else if (meta) {
+		ns = sfs_metacopy_stack(st, s, (unsigned)sfs_snap_pos(s, tb), fd);
 	} else {
 		ns = sfs_stack_new(s, 1);
 		if (ns) {
 			ns->l[0] = (struct sfs_layer){ fd, (unsigned)sfs_snap_pos(s, tb) };
 			ns->nlink = st->indexed ? st->nlink :
-				    index_worthy(src) ?
+				    sfs_index_worthy(src) ?
 				    (uint32_t)src->st_nlink : 0;
 		}
 	}
@@ -446,7 +442,7 @@ static int copy_dir_into(struct sfs_node *n, const struct sfs_stack *st,
 		/* placed meanwhile (behind the union's back): that one */
 		unstage(workfd, &s, S_IFDIR);
 		fd = sfs_do_open(dl->fd, name, O_PATH, 0);
-		return fd < 0 ? fd : install(n, st, pst->snap, tb, fd, &src);
+		return fd < 0 ? fd : install(n, st, pst->snap, tb, fd, &src, false);
 	}
 	if (ret < 0) {
 		unstage(workfd, &s, S_IFDIR);
@@ -466,7 +462,7 @@ static int copy_dir_into(struct sfs_node *n, const struct sfs_stack *st,
 		close(s.fd);
 		return ret;
 	}
-	return install(n, st, pst->snap, tb, s.fd, &src);
+	return install(n, st, pst->snap, tb, s.fd, &src, false);
 }
 
 /* Whether parent/name still shows node n's lower entry (1), or no longer
@@ -557,7 +553,7 @@ static int keep_nameless(const struct sfs_layer *src, mode_t mode, int workfd,
  * fails with EEXIST or touches the entry now at the name. */
 static int copy_file_into(struct sfs_node *n, const struct sfs_stack *st,
 			  const struct sfs_stack *pst, struct sfs_node *parent,
-			  const struct sfs_branch *tb, const char *name, bool nodata)
+			  const struct sfs_branch *tb, const char *name, unsigned flags)
 {
 	const struct sfs_layer *sl = sfs_stack_in(pst, sfs_layer_branch(st, &st->l[0]));
 	const struct sfs_layer *dl = sfs_stack_in(pst, tb);
@@ -565,13 +561,16 @@ static int copy_file_into(struct sfs_node *n, const struct sfs_stack *st,
 	struct staged s = { "", -1, false };
 	struct stat src;
 	bool fresh = false, placed = false;
+	enum cu_data how = (flags & SFS_CU_NODATA) ? CU_EMPTY : CU_FULL;
 	int ret = sl && dl ? sfs_do_fstat(st->l[0].fd, &src) : -ESTALE;
 
+	if (ret == 0 && !(flags & (SFS_CU_DATA | SFS_CU_NODATA)) && sfs_metacopy_wanted(st, &src))
+		how = CU_META;
 	if (ret == 0) {
-		s.fd = indexed_copy(st, &src);
+		s.fd = sfs_index_copy_of(st, &src);
 		fresh = s.fd < 0;
 		if (fresh)
-			ret = stage_copy(st, sl, &src, workfd, name, nodata, &s);
+			ret = stage_copy(st, sl, &src, workfd, name, how, &s);
 	}
 	if (ret == 0) {
 		sfs_ns_lock(parent);
@@ -589,9 +588,9 @@ static int copy_file_into(struct sfs_node *n, const struct sfs_stack *st,
 		return ret;
 	}
 	sfs_count(copyups, 1);
-	if (fresh && S_ISREG(src.st_mode) && !nodata)
+	if (fresh && S_ISREG(src.st_mode) && how == CU_FULL)
 		sfs_count(copyup_bytes, (uint64_t)src.st_size);
-	return install(n, st, pst->snap, tb, s.fd, &src);
+	return install(n, st, pst->snap, tb, s.fd, &src, how == CU_META);
 }
 
 int sfs_dir_ensure_layer(struct sfs_node *dir, const struct sfs_branch *tb,
@@ -665,7 +664,7 @@ int sfs_node_copy_up_at(struct sfs_node *n, struct sfs_node *parent,
 	if (ret == 0 && !is_node(n, &id))
 		ret = -ESTALE;
 	if (ret == 0 && !sfs_stack_writable(st))
-		ret = copy_file_into(n, st, pst, parent, tb, name, false);
+		ret = copy_file_into(n, st, pst, parent, tb, name, SFS_CU_DATA);
 	pthread_mutex_unlock(sfs_cu_lock(n));
 	if (st)
 		sfs_stack_put(st);
@@ -707,7 +706,7 @@ static int where_begin(struct sfs_node *n, struct cu_where *w)
 
 /* Copies a non-directory up into the highest rw branch of its parent's
  * snapshot. */
-static int copy_up_file(struct sfs_node *n, bool nodata)
+static int copy_up_file(struct sfs_node *n, unsigned flags)
 {
 	struct sfs_stack *st, *pst = NULL;
 	struct cu_where w;
@@ -720,7 +719,7 @@ static int copy_up_file(struct sfs_node *n, bool nodata)
 		pthread_mutex_lock(sfs_cu_lock(n));
 		st = sfs_node_stack(n);
 		if (!sfs_stack_writable(st))
-			ret = copy_file_into(n, st, pst, w.parent, w.tb, w.name, nodata);
+			ret = copy_file_into(n, st, pst, w.parent, w.tb, w.name, flags);
 		sfs_stack_put(st);
 		pthread_mutex_unlock(sfs_cu_lock(n));
 		sfs_stack_put(pst);
@@ -767,7 +766,7 @@ int sfs_node_copy_up(struct sfs_node *n, unsigned flags, struct sfs_stack **out)
 	if (n->type == S_IFDIR)
 		ret = copy_up_dir(n);
 	else
-		ret = copy_up_file(n, flags & SFS_CU_NODATA);
+		ret = copy_up_file(n, flags);
 	if (ret < 0) {
 		if (ret != -EROFS)
 			sfs_log(SFS_LOG_WARN, "copy-up of %s failed: %s",

@@ -515,7 +515,9 @@ static int do_link(struct sfs_node *n, struct sfs_node *newparent,
 		return -EPERM;
 	if (strlen(newname) > 255)
 		return -ENAMETOOLONG;
-	ret = sfs_node_writable(n, &st);
+	/* with its data: a metacopy's second name would look for its data
+	 * below under that name */
+	ret = sfs_node_copy_up(n, SFS_CU_DATA, &st);
 	if (ret < 0)
 		return ret;
 	sfs_ns_lock(newparent); /* after the copy-up, which takes one */

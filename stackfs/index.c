@@ -173,3 +173,24 @@ uint32_t sfs_index_nlink(uint32_t lower, uint32_t upper)
 	 * name removed since) still has all the lower names. */
 	return upper > 2 ? lower + (upper - 2) : lower;
 }
+
+/* Whether a lower entry goes into the hard-link index at copy-up: every
+ * non-directory with several names (a symlink, device, fifo or socket
+ * can be hard-linked too, and the node of its names is one), so that
+ * all its names show the one copy. */
+bool sfs_index_worthy(const struct stat *src)
+{
+	return !S_ISDIR(src->st_mode) && src->st_nlink > 1;
+}
+
+/* The copy a lower entry with several names already has in the index
+ * (copied up through another name), as an fd to link: its own fd when
+ * the name shows it already, else the index entry, else -1. */
+int sfs_index_copy_of(const struct sfs_stack *st, const struct stat *src)
+{
+	if (st->indexed)
+		return fcntl(st->l[0].fd, F_DUPFD_CLOEXEC, 0);
+	if (!sfs_index_worthy(src))
+		return -1;
+	return sfs_index_open_of(st->snap, st->l[0].fd, src);
+}

@@ -17,6 +17,21 @@ static bool is_set(unsigned cmd)
 	return cmd == FS_IOC_SETFLAGS || cmd == FS_IOC_FSSETXATTR;
 }
 
+/* Whether a set makes a file append-only: a metacopy's data could not
+ * be written into it afterwards, so the data comes first. */
+static bool sets_append(unsigned cmd, const void *in)
+{
+	struct fsxattr fx;
+	int fl;
+
+	if (cmd == FS_IOC_SETFLAGS) {
+		memcpy(&fl, in, sizeof(fl));
+		return fl & FS_APPEND_FL;
+	}
+	memcpy(&fx, in, sizeof(fx));
+	return fx.fsx_xflags & FS_XFLAG_APPEND;
+}
+
 /* The size of the argument the command moves. */
 static size_t arg_size(unsigned cmd)
 {
@@ -40,7 +55,8 @@ static int do_ioctl(struct sfs_node *n, unsigned cmd, const void *in,
 	if (is_set(cmd)) {
 		if (insz < sz)
 			return -EINVAL;
-		ret = sfs_node_writable(n, &st);
+		/* other flags change the metadata alone: a metacopy will do */
+		ret = sfs_node_copy_up(n, sets_append(cmd, in) ? SFS_CU_DATA : 0, &st);
 	} else {
 		st = sfs_node_stack(n);
 	}

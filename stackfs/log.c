@@ -355,6 +355,7 @@ void sfs_log_no_data(const struct sfs_snap *s, const struct sfs_layer *l)
 	if (!rl_pass(&rl, more))
 		return;
 	where(s, l, path, sizeof(path));
-	sfs_log(SFS_LOG_ERR, "branch %s: %s: a kernel overlayfs metacopy file whose data is in "
-		"no branch below (reads answer EIO)%s", s->b[l->bidx]->path, path, more);
+	sfs_log(SFS_LOG_ERR, "branch %s: %s: a metacopy file whose data is in no branch "
+		"below, or not the file it was copied from (reads answer EIO)%s",
+		s->b[l->bidx]->path, path, more);
 }

@@ -126,6 +126,23 @@ static bool linked_copy(const struct stat *top)
 	return !S_ISDIR(top->st_mode) && top->st_nlink > 1;
 }
 
+/* A metacopy the union made records in its origin the lower entry it
+ * was made of; its name resolved below must still be that entry (same
+ * filesystem and inode), or the data shown would be another file's: a
+ * branch reordered, or a lower file replaced offline. Then it has no
+ * data, and its reads fail with EIO (NOTES.md "Metadata-only
+ * copy-up"). stale: the record's inode is gone. */
+static void check_metacopy_data(struct resolve *r, uint64_t dev, uint64_t ino, bool stale)
+{
+	if (!r->e.metacopy || r->e.data.fd < 0)
+		return;
+	if (!stale && (uint64_t)r->e.data_via.st_dev == dev &&
+	    (uint64_t)r->e.data_via.st_ino == ino)
+		return;
+	close(r->e.data.fd);
+	r->e.data.fd = -1;
+}
+
 /* A copied-up entry keeps the identity of its origin. Only an entry of a
  * rw branch with branches below it can be a copy, but its parent may have
  * no lower layers (a copy moved to a new directory); a directory's own
@@ -145,6 +162,8 @@ static int resolve_origin(struct resolve *r, const struct sfs_stack *dst,
 	if (!pl)
 		return 0;
 	ret = sfs_origin_identity(dst->snap, pl->fd, name, &dev, &ino);
+	if (ret > 0 || ret == -ESTALE)
+		check_metacopy_data(r, dev, ino, ret < 0);
 	if (ret > 0) {
 		r->id.st_dev = (dev_t)dev;
 		r->id.st_ino = (ino_t)ino;

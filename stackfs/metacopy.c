@@ -7,11 +7,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "stackfs/stackfs.h"
 #include "union/copy.h"
 #include "whiteout/metacopy.h"
+#include "xattr/records.h"
 
 const struct sfs_layer *sfs_stack_data(const struct sfs_stack *st)
 {
@@ -89,4 +91,44 @@ out:
 	sfs_stack_put(st);
 	pthread_mutex_unlock(sfs_cu_lock(n));
 	return ret;
+}
+
+/* Metadata-only copy-up (NOTES.md "Metadata-only copy-up"): which copies
+ * may be one. Not a lower file with several names (the index's copy is
+ * every name's, and carries the data: one copy for all), not in a
+ * rootless mount (its marks would be user.* attributes, which anyone who
+ * may write the branch can forge, and which the union never follows),
+ * not an append-only file (the data could not be written into it later),
+ * and not one whose data is nowhere (its copy-up fails as before). */
+bool sfs_metacopy_wanted(const struct sfs_stack *st, const struct stat *src)
+{
+	uint64_t attrs = 0;
+
+	if (sfs_m.opts.metacopy_off || sfs_records_user() || !S_ISREG(src->st_mode) ||
+	    src->st_nlink > 1 || st->indexed || !sfs_stack_data(st))
+		return false;
+	return sfs_do_statx_attrs(st->l[0].fd, &attrs) == 0 &&
+	       !(attrs & STATX_ATTR_APPEND);
+}
+
+struct sfs_stack *sfs_metacopy_stack(const struct sfs_stack *st, struct sfs_snap *s,
+				     unsigned pos, int fd)
+{
+	const struct sfs_layer *d = sfs_stack_data(st);
+	int dpos = d ? sfs_snap_pos(s, sfs_layer_branch(st, d)) : -1;
+	struct sfs_stack *ns = sfs_stack_new(s, dpos < 0 ? 1 : 2);
+
+	if (!ns)
+		return NULL;
+	ns->l[0] = (struct sfs_layer){ fd, pos };
+	ns->metacopy = true;
+	if (dpos < 0) /* its branch left meanwhile: reads fail, as after a remount */
+		return ns;
+	ns->l[1] = (struct sfs_layer){ fcntl(d->fd, F_DUPFD_CLOEXEC, 0), (unsigned)dpos };
+	if (ns->l[1].fd >= 0)
+		return ns;
+	ns->n = 1; /* fd stays the caller's */
+	ns->l[0].fd = -1;
+	sfs_stack_put(ns);
+	return NULL;
 }

@@ -380,6 +380,23 @@ static int parse_noxattrs(struct sfs_opts *o, const char *arg)
 	return 0;
 }
 
+/* metacopy=on|off (overlayfs's name): whether a metadata change of a
+ * lower file copies its metadata alone (NOTES.md "Metadata-only
+ * copy-up"). A second value that says otherwise is refused. */
+static int parse_metacopy(struct sfs_opts *o, const char *arg)
+{
+	const char *v = arg + strlen("metacopy=");
+
+	if (strcmp(v, "on") && strcmp(v, "off")) {
+		sfs_errmsg("bad option '%s': metacopy is on or off", arg);
+		return -1;
+	}
+	if (seen_fuse_opt(arg) < 0)
+		return -1;
+	o->metacopy_off = !strcmp(v, "off");
+	return 0;
+}
+
 /* The flags of our own: set, may repeat. */
 static int flag(struct sfs_opts *o, int key)
 {
@@ -460,6 +477,8 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *out)
 		return sfs_mountflags_seen(arg);
 	case SFS_OPTK_NOXATTRS:
 		return parse_noxattrs(o, arg);
+	case SFS_OPTK_METACOPY:
+		return parse_metacopy(o, arg);
 	case SFS_OPTK_ACCEPT_UNCLEAN:
 	case SFS_OPTK_UPGRADE:
 	case SFS_OPTK_NOPASSTHROUGH:

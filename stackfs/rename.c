@@ -124,6 +124,26 @@ static int end_redirect(struct rn_end *e, struct sfs_node *n)
 	return ret;
 }
 
+/* A metacopy file (made by a chmod, or by kernel overlayfs) finds its
+ * data below by its name: before it moves, its data is brought in, as
+ * its first write would (NOTES.md "Metadata-only copy-up": a redirect
+ * record would keep it a metacopy, at the cost of one more format). */
+static int end_fill(struct rn_end *e)
+{
+	struct sfs_node *n = sfs_node_find(&e->id);
+	struct sfs_stack *st;
+	int ret;
+
+	if (!n)
+		return -EXDEV; /* not known to the kernel: nothing to rename */
+	ret = sfs_node_copy_up(n, SFS_CU_DATA, &st);
+	sfs_node_unref(n);
+	if (ret < 0)
+		return ret;
+	sfs_stack_put(st);
+	return end_resolve(e);
+}
+
 /* Makes an end live in the highest rw branch: a directory gets its upper
  * copy, a file is copied up at this very name (a lower file with several
  * hard links may have been reached last by another, or be copied up
@@ -133,6 +153,8 @@ static int end_up(struct rn_end *e)
 	struct sfs_node *n;
 	int ret;
 
+	if (e->st->metacopy && (int)e->st->l[0].bidx == e->st->snap->top_rw)
+		return end_fill(e);
 	if (end_upper_only(e) || (!S_ISDIR(e->top.st_mode) &&
 				  (int)e->st->l[0].bidx == e->st->snap->top_rw))
 		return 0;

@@ -47,6 +47,7 @@ struct sfs_opts {
 	int noacl;                /* no POSIX ACLs in the view */
 	int noxattrs;             /* no xattrs at all in the view */
 	int userxattr;            /* overlayfs's userxattr (accepted, whiteout=wh) */
+	int metacopy_off;         /* -o metacopy=off: copy-up copies whole files */
 	unsigned readahead_kb;    /* readahead window; 0: the kernel's */
 	enum sfs_whiteout_style whiteout;
 	enum sfs_log_to log_to;   /* -o log= */
@@ -334,6 +335,12 @@ int sfs_index_link(const struct sfs_snap *s, int lower_fd, const struct stat *ls
 		   int fd);
 /* The link count to show for an indexed copy. */
 uint32_t sfs_index_nlink(uint32_t lower, uint32_t upper);
+/* Whether a lower entry (its stat) goes into the index at copy-up. */
+bool sfs_index_worthy(const struct stat *src);
+/* The copy the lower entry of st (its stat src) already has in the
+ * index, as an fd to link: its own fd when the name shows it, else the
+ * index entry, else -1. */
+int sfs_index_copy_of(const struct sfs_stack *st, const struct stat *src);
 
 /* ---- metacopy.c: kernel overlayfs metacopy files ---------------------- */
 /* The layer whose data the node's file shows: l[0], or a metacopy's data
@@ -345,6 +352,15 @@ int sfs_stack_data_open(const struct sfs_stack *st, int flags);
  * the file itself and ends the metacopy (nodata: the file is truncated to
  * nothing instead), before a change of its data. */
 int sfs_metacopy_complete(struct sfs_node *n, bool nodata);
+/* Whether a metadata change of the lower file of stack st (its stat
+ * src) copies its metadata alone (-o metacopy=on, and a file that can
+ * be one). */
+bool sfs_metacopy_wanted(const struct sfs_stack *st, const struct stat *src);
+/* The stack of a metacopy fd just made of st's file in branch pos of
+ * snapshot s: fd, then st's data layer (duplicated). NULL without
+ * memory (fd not taken). */
+struct sfs_stack *sfs_metacopy_stack(const struct sfs_stack *st, struct sfs_snap *s,
+				     unsigned pos, int fd);
 
 /* ---- copy_up.c: making entries exist in a rw branch ------------------ */
 /* The node's stack with its top layer in a rw branch, copying the entry

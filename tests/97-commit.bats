@@ -31,8 +31,8 @@ teardown() {
 # Makes the changes through a mount of "$1" (default UP:LO) in style $2,
 # records the view in $BATS_TEST_TMPDIR/before and unmounts.
 change_and_record() {
-	local branches=${1:-$UP:$LO} style=${2:-wh}
-	sfs_mount "$branches" "$MNT" "$(dc_style_opt "$style")"
+	local branches=${1:-$UP:$LO} style=${2:-wh} extra=${3:+,$3}
+	sfs_mount "$branches" "$MNT" "$(dc_style_opt "$style")$extra"
 	dc_change "$MNT"
 	dc_state "$MNT" >"$BATS_TEST_TMPDIR/before"
 	[[ -s $BATS_TEST_TMPDIR/before ]] || fail "no listing of the view"
@@ -114,7 +114,9 @@ check_commit() {
 }
 
 @test "commit --keep applies the changes and leaves the rw branch as it was" {
-	change_and_record
+	# metacopy=off: a commit brings a metacopy's data into the rw file
+	# first (NOTES.md "Metadata-only copy-up", a limit not yet lifted)
+	change_and_record "$UP:$LO" wh metacopy=off
 	sfs_snapshot "$UP"
 	run -0 "$SFS" commit --keep "$UP" --into "$LO"
 	assert_output --partial "kept"
@@ -200,7 +202,7 @@ check_commit() {
 
 @test "an error part way names the path and the errno text, says what was done, keeps the rw branch" {
 	sfs_require_cmd chattr lsattr
-	change_and_record
+	change_and_record "$UP:$LO" wh metacopy=off # as above (--keep)
 	sfs_snapshot "$UP"
 	# d1 (its mode changed, d1/x deleted) is immutable in the lower branch
 	chattr +i "$LO/d1" || skip "chattr +i not supported here"

@@ -164,7 +164,7 @@ static int plan_metacopy(struct commit *c, const char *p, const struct sfs_ch_st
 	int ret = vc->data_fd < 0 ? -EIO : sfs_metacopy_fill(vc->l[0].fd, vc->data_fd, true);
 
 	return ret < 0 ? sfs_commit_fail(c, ret, p, vc->data_fd < 0 ?
-			 "a kernel overlayfs metacopy file whose data is in no branch below" :
+			 "a metacopy file whose data is in no branch below" :
 			 "bringing in a metacopy file's data") : 0;
 }
 

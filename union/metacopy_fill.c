@@ -6,6 +6,7 @@
  * leaves a metacopy that still finds its data, or the whole file. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,9 +23,18 @@ int sfs_metacopy_fill(int fd, int data_fd, bool durable)
 		ret = sfs_do_fstat(fd, &st);
 	if (ret == 0 && (in = sfs_open_source(data_fd)) < 0)
 		ret = in;
-	/* the file is sparse at its size: the data extents land in place */
-	if (ret == 0)
+	/* the file is sparse at its size: the data extents land in place;
+	 * a copy that fails (ENOSPC) gives their blocks back, the file stays
+	 * a metacopy that reads its data below */
+	if (ret == 0) {
 		ret = sfs_copy_data(in, out, st.st_size);
+		if (ret < 0 && st.st_size > 0)
+			fallocate(out, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, st.st_size);
+	}
+	/* the data was the file's all along: its times stay (a commit
+	 * places the file with them; a write after sets its own) */
+	if (ret == 0 && futimens(out, (const struct timespec[2]){ st.st_atim, st.st_mtim }) < 0)
+		ret = -errno;
 	if (ret == 0 && durable && fsync(out) < 0)
 		ret = -errno;
 	if (ret == 0)

@@ -480,6 +480,31 @@ static void show_index(const struct sfs_ch_union *u, struct sfs_ch_stack *st)
 	}
 }
 
+/* A metacopy stackfs made records in its origin the lower file it was
+ * made of: where its name below now shows another inode (a branch
+ * reordered, a lower file replaced offline), it has no data (diff and
+ * commit then refuse it, as the daemon's reads do: NOTES.md
+ * "Metadata-only copy-up"), never the other file's. */
+static void check_data_origin(struct sfs_ch_stack *st, const struct stat *via)
+{
+	struct sfs_origin o;
+	struct stat ds;
+	bool ok;
+
+	if (st->data_fd < 0 || sfs_origin_get(st->l[0].fd, "", &o) != 1)
+		return;
+	ok = o.ino == (uint64_t)via->st_ino;
+	/* the data is the entry below itself (no chain): its generation too */
+	if (ok && o.version == SFS_ORIGIN_VERSION && o.handle_bytes &&
+	    sfs_do_fstat(st->data_fd, &ds) == 0 && ds.st_ino == via->st_ino &&
+	    ds.st_dev == via->st_dev)
+		ok = sfs_origin_names(&o, st->data_fd, "") != 0;
+	if (ok)
+		return;
+	close(st->data_fd);
+	st->data_fd = -1;
+}
+
 int sfs_ch_lookup(struct sfs_ch_union *u, const struct sfs_ch_stack *dst,
 		  const char *name, bool use_index, struct sfs_ch_stack **out)
 {
@@ -517,6 +542,7 @@ int sfs_ch_lookup(struct sfs_ch_union *u, const struct sfs_ch_stack *dst,
 	if (e->metacopy) {
 		st->data_fd = e->data.fd;
 		e->data.fd = -1;
+		check_data_origin(st, &e->data_via);
 	}
 	sfs_uentry_drop(e);
 	free(e);

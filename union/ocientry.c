@@ -477,7 +477,7 @@ int sfs_oci_entry(struct sfs_oci *w, const char *vpath, const struct sfs_ch_stac
 		te.size = 0;
 		ret = sfs_tar_header(&w->tar, &te);
 	} else if (ret == 0 && data_fd < 0) {
-		why = "a kernel overlayfs metacopy file whose data is in no branch below";
+		why = "a metacopy file whose data is in no branch below";
 		ret = -EIO;
 	} else if (ret == 0) {
 		ret = S_ISLNK(st->st_mode) && !dl ? -ENOENT :

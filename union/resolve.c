@@ -348,6 +348,7 @@ static void take_data(struct sfs_uentry *e, struct sfs_uentry *below)
 	struct sfs_ulayer *from = below->metacopy ? &below->data : &below->l[0];
 
 	e->data = *from;
+	e->data_via = below->top;
 	from->fd = -1;
 	from->path = NULL;
 }

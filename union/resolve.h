@@ -80,6 +80,10 @@ struct sfs_uentry {
 	bool metacopy;                 /* the top is a metacopy file ... */
 	struct sfs_ulayer data;        /* ... whose data is this regular file
 					* (owned), fd -1 when none was found */
+	struct stat data_via;          /* ... found through this entry below (the
+					* one its name or redirect resolved to:
+					* the data itself, or a metacopy whose
+					* data it is); st_ino 0 when none */
 };
 
 /* Resolves name in the directory whose layers are dir[0..ndir) (highest

@@ -122,6 +122,15 @@ void sfs_fsck_lower_fds_close(struct lower_fds *l);
 /* 1 when some lower has `name` where the directory merges, 0 when none
  * has, -1 when it cannot be known. */
 int sfs_fsck_lower_has(const struct lower_fds *l, const char *name);
+/* The directory at path p (absolute in the branch) of lower j: an
+ * O_PATH fd, -ENOENT when it is not there, or -errno. */
+int sfs_fsck_lower_dir(struct fsck *f, size_t j, const char *p);
+
+/* fsck_metacopy.c: whether regular file dfd/name is a metacopy file
+ * (then its data below is checked, lf: the lower directories its parent
+ * merges with; a missing one is METACOPY_NO_DATA). */
+bool sfs_fsck_metacopy(struct fsck *f, int dfd, const char *name, const char *path,
+		       const struct lower_fds *lf);
 
 /* ---- fsck_tree.c: the branch's tree ----------------------------------- */
 

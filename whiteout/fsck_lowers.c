@@ -250,9 +250,7 @@ void sfs_fsck_cands_add(struct cands *c, char *p)
 	c->v[c->n++] = p;
 }
 
-/* The directory at path p (absolute in the branch) of lower j: an
- * O_PATH fd, -ENOENT when it is not there, or -errno. */
-static int lower_dir(struct fsck *f, size_t j, const char *p)
+int sfs_fsck_lower_dir(struct fsck *f, size_t j, const char *p)
 {
 	int fd = sfs_meta_openat(f->low[j].fd, p[1] ? p + 1 : ".", O_PATH | O_DIRECTORY, 0);
 
@@ -306,7 +304,7 @@ void sfs_fsck_child_cands(struct fsck *f, const struct cands *parent, const char
 		bool exists = false;
 
 		for (size_t j = 0; j < f->nlow && !c->unknown; j++) {
-			int fd = lower_dir(f, j, c->v[i]);
+			int fd = sfs_fsck_lower_dir(f, j, c->v[i]);
 			char *r;
 
 			if (fd == -ENOENT)
@@ -359,7 +357,7 @@ void sfs_fsck_lower_fds_open(struct fsck *f, const struct cands *c, struct lower
 	l->n = c->n * f->nlow;
 	for (size_t i = 0; i < c->n; i++) {
 		for (size_t j = 0; j < f->nlow; j++) {
-			int fd = lower_dir(f, j, c->v[i]);
+			int fd = sfs_fsck_lower_dir(f, j, c->v[i]);
 
 			if (fd < 0 && fd != -ENOENT)
 				l->unknown = true;

@@ -106,7 +106,8 @@ static bool redirect_ok(const char *r)
 	return true;
 }
 
-static void check_origin(struct fsck *f, int dfd, const char *name, const char *path)
+static void check_origin(struct fsck *f, int dfd, const char *name, const char *path,
+			 bool metacopy)
 {
 	struct sfs_fsck_problem *p;
 	struct sfs_origin o;
@@ -123,7 +124,9 @@ static void check_origin(struct fsck *f, int dfd, const char *name, const char *
 		sfs_fsck_msg(f, true, "%s: origin record: %s", path, strerror(-ret));
 		return;
 	}
-	if (ret == 0 || sfs_fsck_origin_gone(f, &o, path, why, sizeof(why)) != 1)
+	/* a metacopy's record tells its data from another file at the name:
+	 * removing it would show that file; METACOPY_NO_DATA says it */
+	if (ret == 0 || metacopy || sfs_fsck_origin_gone(f, &o, path, why, sizeof(why)) != 1)
 		return;
 	p = sfs_fsck_found(f, SFS_PR_ORIGIN_DANGLING, f->lowers_trusted, path, "%s", why);
 	if (p)
@@ -132,8 +135,10 @@ static void check_origin(struct fsck *f, int dfd, const char *name, const char *
 
 /* The xattrs of a real entry: opaque markers, redirects, origin. */
 static void check_xattrs(struct fsck *f, int dfd, const char *name, const char *path,
-			 const struct stat *st)
+			 const struct stat *st, const struct lower_fds *lf)
 {
+	/* a metacopy's redirect names its data: a record of a file */
+	bool mc = S_ISREG(st->st_mode) && sfs_fsck_metacopy(f, dfd, name, path, lf);
 	static const char *const opq[] = { SFS_OVL_OPAQUE_XATTR, SFS_OVL_USER_OPAQUE_XATTR };
 	const char *const rdr[] = {
 		SFS_REDIRECT_XATTR, SFS_OVL_REDIRECT_XATTR, SFS_OVL_USER_REDIRECT_XATTR,
@@ -170,12 +175,14 @@ static void check_xattrs(struct fsck *f, int dfd, const char *name, const char *
 			sfs_fsck_msg(f, true, "%s: %s: %s", path, rdr[i], strerror((int)-n));
 			continue;
 		}
+		if (mc && n > 0 && i == 1) /* overlay.redirect: where its data is */
+			continue;
 		if (n == -ERANGE || !S_ISDIR(st->st_mode) || !redirect_ok(buf))
 			sfs_fsck_found(f, SFS_PR_REDIRECT_BAD, false, path, "%s%s", rdr[i],
 				       S_ISDIR(st->st_mode) ? "" : " on a non-directory");
 	}
 	if (!S_ISDIR(st->st_mode))
-		check_origin(f, dfd, name, path);
+		check_origin(f, dfd, name, path, mc);
 }
 
 /* Removes the whiteout `name` beside the entry `target` it names, the
@@ -328,7 +335,7 @@ static void check_entry(struct fsck *f, int dfd, const char *name, const char *p
 		if (p)
 			sfs_fsck_done(f, p, sfs_do_unlinkat(dfd, name, 0) < 0 ? -errno : 0);
 	} else {
-		check_xattrs(f, dfd, name, path, &st);
+		check_xattrs(f, dfd, name, path, &st, lf);
 		if (S_ISDIR(st.st_mode))
 			note_subdir(f, dfd, name, path, &subs[(*nsubs)++]);
 	}

@@ -31,15 +31,27 @@ static int read_redirect(int fd, char **out)
 	return 0;
 }
 
-int sfs_metacopy_read(int fd, struct sfs_metacopy *m)
+/* Whether fd carries the mark name: 1, 0, or -errno. */
+static int has_mark(int fd, const char *name)
 {
-	ssize_t n = sfs_xattr_get(fd, "", SFS_OVL_METACOPY_XATTR, NULL, 0);
+	ssize_t n = sfs_xattr_get(fd, "", name, NULL, 0);
 
-	memset(m, 0, sizeof(*m));
 	if (n == -ENODATA || n == -ENOTSUP)
 		return 0;
+	return n < 0 ? (int)n : 1;
+}
+
+int sfs_metacopy_read(int fd, struct sfs_metacopy *m)
+{
+	int n = has_mark(fd, SFS_OVL_METACOPY_XATTR);
+
+	memset(m, 0, sizeof(*m));
+	if (n == 0) /* stackfs's own mark (-o whiteout=wh) */
+		n = has_mark(fd, SFS_SFS_METACOPY_XATTR);
+	if (n == 0)
+		return 0;
 	if (n < 0)
-		return (int)n;
+		return n;
 	m->is = true;
 	return read_redirect(fd, &m->redirect);
 }
@@ -50,13 +62,21 @@ void sfs_metacopy_free(struct sfs_metacopy *m)
 	m->redirect = NULL;
 }
 
-/* The mark goes first: a crash between the two leaves a plain file with a
- * stray redirect, which nothing reads on a non-directory; the other order
+int sfs_metacopy_mark(int fd, enum sfs_whiteout_style style)
+{
+	return sfs_xattr_set(fd, "", style == SFS_WH_OVERLAY ? SFS_OVL_METACOPY_XATTR :
+			     SFS_SFS_METACOPY_XATTR, "", 0, 0);
+}
+
+/* The marks go first: a crash between leaves a plain file with a stray
+ * redirect, which nothing reads on a non-directory; the other order
  * would leave a metacopy looking for its data at its own path. */
 int sfs_metacopy_clear(int fd)
 {
 	int ret = sfs_xattr_remove(fd, "", SFS_OVL_METACOPY_XATTR);
 
+	if (ret == 0 || ret == -ENODATA)
+		ret = sfs_xattr_remove(fd, "", SFS_SFS_METACOPY_XATTR);
 	if (ret < 0 && ret != -ENODATA)
 		return ret;
 	ret = sfs_xattr_remove(fd, "", SFS_OVL_REDIRECT_XATTR);

@@ -16,7 +16,12 @@
 
 #include <stdbool.h>
 
+#include "whiteout/whiteout.h"
+
 #define SFS_OVL_METACOPY_XATTR "trusted.overlay.metacopy"
+/* stackfs's own mark, written with -o whiteout=wh (NOTES.md
+ * "Metadata-only copy-up"); read like the kernel's, trusted.* only. */
+#define SFS_SFS_METACOPY_XATTR "trusted.stackfs.metacopy"
 
 struct sfs_metacopy {
 	bool is;                  /* a metacopy file */
@@ -28,8 +33,13 @@ struct sfs_metacopy {
  * -errno. */
 int sfs_metacopy_read(int fd, struct sfs_metacopy *m);
 void sfs_metacopy_free(struct sfs_metacopy *m);
+/* Marks fd (an O_PATH fd of a sparse copy of a lower file) a metacopy
+ * in the mount's style: the kernel's mark for overlay, stackfs's for
+ * wh. Empty value (the kernel's, without an fs-verity digest). 0 or
+ * -errno. */
+int sfs_metacopy_mark(int fd, enum sfs_whiteout_style style);
 /* Ends a metacopy once its data is in the file itself: removes the mark
- * and the redirect from fd (an O_PATH fd). 0 or -errno. */
+ * (either style's) and the redirect from fd (an O_PATH fd). 0 or -errno. */
 int sfs_metacopy_clear(int fd);
 
 #endif

@@ -125,6 +125,10 @@ static const struct sfs_problem_desc table[SFS_PR_COUNT] = {
 	   "none: it holds data; the directory is treated as opaque, so check it by hand"),
 	PR(REDIRECT_BAD, "a redirect record is not a valid path", 0,
 	   "none: removing it would change what the directory shows"),
+	PR(METACOPY_NO_DATA, "a metacopy file's data is not below any more (reads of it fail "
+	   "with EIO)", 0,
+	   "none: put the lower file back (or the branches in their order), or remove the "
+	   "file through the view (its data is lost)"),
 	PR(NESTED_META, "a stackfs metadata directory is below the branch root (a nested branch?)", 0,
 	   "none: it is visible in the union; remove it by hand if it is not a branch"),
 	/* stackfs commit */
