@@ -262,9 +262,10 @@ wait_for() {
 	local n
 	sfs_require_root "a global fanotify limit"
 	# the limit a group gets at its creation: small for this mount's
-	# only; the runs of other filesystems wait (the lock), so that none
-	# takes another's 16 for the value to put back
-	exec 9>"${TMPDIR:-/tmp}/stackfs-tests-fanotify-queue.lock"
+	# only; the runs of other filesystems wait (the lock: in /tmp, not
+	# the run's TMPDIR, which differs by filesystem), so that none takes
+	# another's 16 for the value to put back
+	exec 9>/tmp/stackfs-tests-sysctl.lock
 	flock 9
 	QUEUE=$(cat /proc/sys/fs/fanotify/max_queued_events)
 	echo 16 >/proc/sys/fs/fanotify/max_queued_events
