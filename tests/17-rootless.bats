@@ -350,7 +350,16 @@ in_userns() {
 	mv "$LO/d/new" "$T/outside"
 	wait_for as_user test ! -e mnt/d/new
 	echo out >"$T/outside/late"
+	# a cached directory replaced below by another of the same name: the
+	# view shows the new one, and nothing made in the old one
+	mkdir "$LO/dd2" && echo new >"$LO/dd2/fresh"
+	run -0 as_user cat mnt/dd/sub/s
+	mv "$LO/dd" "$T/olddd" && mv "$LO/dd2" "$LO/dd"
+	wait_for as_user test -e mnt/dd/fresh
+	echo stale >"$T/olddd/sub/late"
 	sleep 0.3
+	run -0 as_user ls mnt/dd
+	assert_output fresh
 	run -0 as_user find mnt -name late
 	assert_output ""
 	# the kernel forgets the nodes (their directories moved out of the
