@@ -73,7 +73,9 @@ setup() {
 }
 
 teardown() {
+	[[ -n ${STOPPED:-} ]] && kill -CONT "$STOPPED" 2>/dev/null
 	[[ -n ${WATCHES:-} ]] && echo "$WATCHES" >/proc/sys/fs/inotify/max_user_watches
+	[[ -n ${QUEUED:-} ]] && echo "$QUEUED" >/proc/sys/fs/inotify/max_queued_events
 	exec 9>&- 2>/dev/null
 	sfs_cleanup
 }
@@ -398,4 +400,37 @@ in_userns() {
 	# the directories already watched still see what is made below
 	echo seen >"$LO/d/marker"
 	wait_for as_user test -e mnt/d/marker
+}
+
+@test "rootless: -o coherent by inotify: events lost (queue overflow) drop everything, nothing is missed" {
+	local n
+	sfs_require_root "a global inotify limit"
+	# the queue's length is the limit when the instance is made: small
+	# for this mount's only, under the lock of the other global limits
+	exec 9>/tmp/stackfs-tests-sysctl.lock
+	flock 9
+	QUEUED=$(cat /proc/sys/fs/inotify/max_queued_events)
+	echo 16 >/proc/sys/fs/inotify/max_queued_events
+	user_mount coherent,timeout=600
+	echo "$QUEUED" >/proc/sys/fs/inotify/max_queued_events
+	QUEUED=
+	exec 9>&-
+	run -0 as_user ls mnt/d
+	for n in 0 1 2 3 4 5 6 7 8 9; do run -1 as_user stat "mnt/d/x$n"; done
+	run -0 as_user cat mnt/f
+	# the watcher held still while 200 events come, far past 16: those
+	# that matter come last, so they are lost
+	STOPPED=$(<"$RL_XDG/stackfs/$(_sfs_mountinfo_dev "$MNT")/pid")
+	kill -STOP "$STOPPED"
+	for n in {0..99}; do : >"$LO/d/filler$n"; done
+	rm "$LO"/d/filler*
+	for n in 0 1 2 3 4 5 6 7 8 9; do echo "$n" >"$LO/d/x$n"; done
+	echo newer >"$LO/f"
+	kill -CONT "$STOPPED"
+	STOPPED=
+	wait_for as_user test -e mnt/d/x9
+	run -0 as_user cat mnt/d/x{0..9} mnt/f
+	assert_output "$(printf '%s\n' {0..9} newer)"
+	run -0 as_user "$RL_BIN/stackfs" status "$MNT"
+	assert_output --regexp 'coherent_overflows +[1-9]'
 }
