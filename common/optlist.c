@@ -53,9 +53,10 @@ const struct sfs_optdef sfs_optlist[] = {
 	     "log every call into a branch (the branch\n"
 	     "seam: operation, branch, path, result)\n"),
 	OURS("coherent", COHERENT, NULL,
-	     "watch the read-only branches (fanotify, needs\n"
-	     "CAP_SYS_ADMIN): a change made directly in one\n"
-	     "shows in the view at once, whatever timeout=\n"),
+	     "watch the read-only branches (fanotify with\n"
+	     "CAP_SYS_ADMIN, else inotify): a change made\n"
+	     "directly in one shows in the view at once,\n"
+	     "whatever timeout=\n"),
 	OURS("branches=", BRANCHES_FILE, "FILE",
 	     "the branches from FILE, one a line, highest\n"
 	     "first (DIR[=rw|ro|data], ':' unescaped; empty\n"

@@ -9,7 +9,9 @@
  * kernel; it holds no lock of the daemon's while it does (a notification
  * waits for the kernel's inode lock, which a request may hold while it
  * waits for the daemon). This file is the watch: setup, the thread, the
- * events parsed. */
+ * events parsed. Where fanotify cannot watch (no CAP_SYS_ADMIN: a rootless
+ * mount), the same thread reads inotify watches of the cached
+ * directories instead (coherent_inotify.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -18,6 +20,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/fanotify.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <time.h>
@@ -56,7 +59,12 @@ struct sfs_coh_stats sfs_coh_stats;
 
 bool sfs_coherent_on(void)
 {
-	return coh.fan >= 0;
+	return coh.fan >= 0 || sfs_coh_ino;
+}
+
+const char *sfs_coherent_kind(void)
+{
+	return coh.fan >= 0 ? "fanotify" : sfs_coh_ino ? "inotify" : "off";
 }
 
 /* Under coh.lock: the entry of the filesystem with this fsid, or NULL. */
@@ -99,8 +107,7 @@ static int watch_branch(const struct sfs_branch *b, char *err, size_t len)
 fail:
 	snprintf(err, len, "-o coherent: cannot watch the filesystem of %s: %s%s", b->path,
 		 strerror(-ret), ret == -EPERM ?
-		 " (watching a filesystem needs CAP_SYS_ADMIN: a rootless mount cannot use "
-		 "-o coherent)" : ret == -EXDEV || ret == -EOPNOTSUPP || ret == -ENODEV ?
+		 " (watching a filesystem needs CAP_SYS_ADMIN)" : ret == -EXDEV || ret == -EOPNOTSUPP || ret == -ENODEV ?
 		 " (fanotify needs a filesystem with file handles and one fsid)" : "");
 out:
 	if (e.mount_fd >= 0)
@@ -122,7 +129,9 @@ int sfs_coherent_watch(const struct sfs_snap *s, char *err, size_t len)
 	return ret;
 }
 
-int sfs_coherent_open(const struct sfs_snap *s, char *err, size_t len)
+/* fanotify on the filesystems of s's read-only branches: 0, or -errno
+ * with the reason in err. */
+static int open_fanotify(const struct sfs_snap *s, char *err, size_t len)
 {
 	int ret;
 
@@ -132,17 +141,37 @@ int sfs_coherent_open(const struct sfs_snap *s, char *err, size_t len)
 		ret = -errno;
 		snprintf(err, len, "-o coherent: cannot watch the branches: fanotify: %s%s",
 			 strerror(-ret), ret == -EPERM ?
-			 " (it needs CAP_SYS_ADMIN: a rootless mount cannot use -o coherent)" :
+			 " (it needs CAP_SYS_ADMIN: a rootless mount cannot use it)" :
 			 ret == -EINVAL ? " (the kernel is older than 5.9)" : "");
 		return ret;
 	}
 	ret = sfs_coherent_watch(s, err, len);
 	if (ret < 0)
 		sfs_coherent_stop();
-	else
+	return ret;
+}
+
+/* fanotify where it works (one mark per filesystem, whatever the trees);
+ * else inotify on the cached directories, said in the log with why. */
+int sfs_coherent_open(const struct sfs_snap *s, char *err, size_t len)
+{
+	int ret = open_fanotify(s, err, len);
+
+	if (ret == 0) {
 		sfs_log(SFS_LOG_INFO, "coherent: watching the read-only branches by fanotify "
 			"(%u filesystem%s)", coh.nfs, coh.nfs == 1 ? "" : "s");
-	return ret;
+		return 0;
+	}
+	sfs_log(SFS_LOG_INFO, "%s", err);
+	ret = sfs_cohino_open();
+	if (ret < 0) {
+		snprintf(err, len, "-o coherent: cannot watch the branches: neither fanotify "
+			 "(see above) nor inotify: %s", strerror(-ret));
+		return ret;
+	}
+	sfs_log(SFS_LOG_INFO, "coherent: watching the read-only branches by inotify (fanotify "
+		"cannot): a watch per cached directory, up to fs.inotify.max_user_watches");
+	return 0;
 }
 
 /* The directory an event names, opened (O_PATH), or -errno. */
@@ -194,6 +223,34 @@ static int parse_one(const struct fanotify_event_metadata *md, struct sfs_coh_ev
 	return 0;
 }
 
+/* Applies a batch (or, when events were lost, drops every cache), and
+ * frees it. */
+static void apply(struct sfs_coh_ev *ev, size_t n, bool overflow)
+{
+	if (overflow)
+		sfs_coh_overflow();
+	else
+		sfs_coh_apply(ev, n);
+	for (size_t i = 0; i < n; i++) {
+		close(ev[i].dirfd);
+		free(ev[i].name);
+	}
+}
+
+/* inotify: what is queued read and applied, read by read (an event
+ * takes 16 bytes at least: a read this size holds a batch at most). */
+static void drain_inotify(int fd, char *buf, struct sfs_coh_ev *ev)
+{
+	ssize_t len;
+
+	while ((len = read(fd, buf, COH_BATCH * sizeof(struct inotify_event))) > 0) {
+		bool overflow = false;
+		size_t n = sfs_cohino_parse(buf, (size_t)len, ev, COH_BATCH, &overflow);
+
+		apply(ev, n, overflow);
+	}
+}
+
 /* Reads what is queued and applies it, batch by batch. */
 static void drain(char *buf, struct sfs_coh_ev *ev)
 {
@@ -218,14 +275,7 @@ static void drain(char *buf, struct sfs_coh_ev *ev)
 		}
 		if (FAN_EVENT_OK(md, len))
 			overflow = true; /* more than a batch: not expected, never dropped */
-		if (overflow)
-			sfs_coh_overflow();
-		else
-			sfs_coh_apply(ev, n);
-		for (size_t i = 0; i < n; i++) {
-			close(ev[i].dirfd);
-			free(ev[i].name);
-		}
+		apply(ev, n, overflow);
 	}
 }
 
@@ -233,7 +283,8 @@ static void *watcher(void *arg)
 {
 	char *buf = aligned_alloc(sizeof(struct fanotify_event_metadata) * 8, COH_BUF);
 	struct sfs_coh_ev *ev = calloc(COH_BATCH, sizeof(*ev));
-	struct pollfd p[2] = { { .fd = coh.fan, .events = POLLIN },
+	int fd = coh.fan >= 0 ? coh.fan : sfs_cohino_fd();
+	struct pollfd p[2] = { { .fd = fd, .events = POLLIN },
 			       { .fd = coh.stop, .events = POLLIN } };
 
 	(void)arg;
@@ -245,8 +296,10 @@ static void *watcher(void *arg)
 	while (poll(p, 2, -1) >= 0 || errno == EINTR) {
 		if (p[1].revents)
 			break;
-		if (p[0].revents)
+		if (p[0].revents && fd == coh.fan)
 			drain(buf, ev);
+		else if (p[0].revents)
+			drain_inotify(fd, buf, ev);
 	}
 out:
 	free(buf);
@@ -258,7 +311,7 @@ int sfs_coherent_start(void)
 {
 	int ret;
 
-	if (coh.fan < 0)
+	if (!sfs_coherent_on())
 		return 0;
 	coh.stop = eventfd(0, EFD_CLOEXEC);
 	if (coh.stop < 0)
@@ -309,4 +362,5 @@ void sfs_coherent_stop(void)
 	if (coh.fan >= 0)
 		close(coh.fan);
 	coh.stop = coh.fan = -1;
+	sfs_cohino_close();
 }

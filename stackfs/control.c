@@ -194,13 +194,20 @@ static void do_status(struct reply *r)
 		    o->sync == SFS_SYNC_ALWAYS, sfs_pt_active() ? "on" : "off");
 	else
 		fail(r, ENOMEM, strerror(ENOMEM));
-	out(r, "coherent\t%s\n", sfs_coherent_on() ? "fanotify" : "off");
+	out(r, "coherent\t%s\n", sfs_coherent_kind());
 	if (sfs_coherent_on())
 		out(r, "coherent_events\t%llu\ncoherent_notifications\t%llu\n"
 		    "coherent_overflows\t%llu\n",
 		    (unsigned long long)atomic_load(&sfs_coh_stats.events),
 		    (unsigned long long)atomic_load(&sfs_coh_stats.notifications),
 		    (unsigned long long)atomic_load(&sfs_coh_stats.overflows));
+	if (sfs_coh_ino) {
+		uint64_t watches, refused;
+
+		sfs_cohino_counts(&watches, &refused);
+		out(r, "coherent_watches\t%llu\ncoherent_watches_refused\t%llu\n",
+		    (unsigned long long)watches, (unsigned long long)refused);
+	}
 	out_log_to(r, o);
 	list_branches(r, "branch\t");
 	if (n > 0)

@@ -177,6 +177,8 @@ static void node_free(struct sfs_node *n)
 		sfs_fdcache_del(n);
 		sfs_stack_put(n->stack);
 	}
+	if (sfs_coh_ino)
+		sfs_cohino_drop(n);
 	free(n->name);
 	sfs_saved_free(n->saved);
 	pthread_mutex_destroy(&n->lock);
@@ -289,6 +291,9 @@ void sfs_node_set_stack(struct sfs_node *n, struct sfs_stack *st)
 	old = n->stack;
 	n->stack = st;
 	st->used = true;
+	/* under the lock: the watches follow the stack installed last */
+	if (sfs_coh_ino)
+		sfs_cohino_set(n, st);
 	sfs_saved_free(n->saved); /* other layers */
 	n->saved = NULL;
 	sfs_fdcache_add(n);
@@ -410,6 +415,8 @@ int sfs_node_lookup_insert(struct sfs_node *parent, const char *name,
 	} else {
 		pthread_mutex_lock(&n->lock);
 		st->used = true;
+		if (sfs_coh_ino)
+			sfs_cohino_set(n, st);
 		sfs_fdcache_add(n);
 		pthread_mutex_unlock(&n->lock);
 		sfs_fdcache_trim();
@@ -429,6 +436,8 @@ int sfs_node_lookup_insert(struct sfs_node *parent, const char *name,
 int sfs_node_root_init(struct sfs_stack *st, const struct stat *idst)
 {
 	root = node_new(idst, st);
+	if (root && sfs_coh_ino)
+		sfs_cohino_set(root, st);
 	return root ? 0 : -ENOMEM;
 }
 

@@ -34,7 +34,7 @@ setup_file() {
 	chmod 0755 "$RL_TOP" && mkdir "$RL_TOP/img" || return 1
 	sfs_record mount "$RL_TOP/img"
 	mount --bind "$SFS_IMG" "$RL_TOP/img" || return 1
-	RL_BIN=$(sfs_tools_for_others "$SFS" "$SFSD") || return 1
+	RL_BIN=$(sfs_tools_for_others "$SFS" "$SFSD" cohlat) || return 1
 	# her runtime directory, as a login manager makes it: hers, 0700
 	RL_XDG=$RL_TOP/xdg
 	install -d -m 0700 -o "$RL_USER" -g "$RL_USER" "$RL_XDG" || return 1
@@ -73,7 +73,33 @@ setup() {
 }
 
 teardown() {
+	[[ -n ${STOPPED:-} ]] && kill -CONT "$STOPPED" 2>/dev/null
+	[[ -n ${WATCHES:-} ]] && echo "$WATCHES" >/proc/sys/fs/inotify/max_user_watches
+	[[ -n ${QUEUED:-} ]] && echo "$QUEUED" >/proc/sys/fs/inotify/max_queued_events
+	exec 9>&- 2>/dev/null
 	sfs_cleanup
+}
+
+# wait_for CMD...: true once CMD succeeds, polled for 2 s.
+wait_for() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		"$@" && return 0
+		sleep 0.02
+	done
+	"$@"
+}
+
+# coh_count NAME: a counter of her mount's status (coherent_watches...).
+coh_count() {
+	as_user "$RL_BIN/stackfs" status "$MNT" | awk -v k="$1" '$1 == k { print $2 }'
+}
+
+# at_most NAME MAX: the counter is MAX or less.
+at_most() {
+	local n
+	n=$(coh_count "$1")
+	[[ -n $n ]] && ((n <= $2))
 }
 
 # as_user CMD...: CMD as the test user (no capabilities, her groups), in
@@ -279,4 +305,132 @@ in_userns() {
 		skip "kernel overlayfs with userxattr cannot be mounted here"
 	run -0 ls -A "$T/kmnt" "$T/kmnt/d"
 	assert_output "$T/kmnt:"$'\nd\ndd2\nf\nh1\nh2\n\n'"$T/kmnt/d:"$'\nn'
+}
+
+# -o coherent without CAP_SYS_ADMIN: fanotify cannot mark a filesystem,
+# so the daemon watches the cached directories by inotify (NOTES.md
+# "Lower branches that change"). Her view is hers alone (no allow_other):
+# it is read as her.
+@test "rootless: -o coherent by inotify: a name made, rewritten, chmodded, removed and renamed below shows at once (not without the option)" {
+	local kind
+	user_mount timeout=600
+	run -1 as_user "$RL_BIN/cohlat" -n 1 -t 1000 "$LO/d" "$MNT/d" create
+	assert_output "create: round 0: not seen within 1000 ms"
+	user_umount
+	user_mount coherent,timeout=600
+	run -0 as_user "$RL_BIN/stackfs" status "$MNT"
+	assert_output --regexp 'coherent +inotify'
+	assert_output --regexp 'coherent_watches +[1-9]'
+	for kind in create content attr delete rename; do
+		run -0 as_user "$RL_BIN/cohlat" -n 10 -t 2000 "$LO/d" "$MNT/d" "$kind"
+		assert_output --regexp "^$kind n=10 median_ms="
+	done
+}
+
+@test "rootless: -o coherent by inotify: directories made below listed ones show; a watched directory moved out of the branch; watches given back" {
+	local i
+	for ((i = 0; i < 20; i++)); do mkdir -p "$LO/many/m$i"; done
+	chown -R "$RL_USER:" "$LO/many"
+	user_mount coherent,timeout=600
+	run -0 as_user ls mnt/d
+	mkdir "$LO/d/new"
+	echo deep >"$LO/d/new/f"
+	wait_for as_user test -e mnt/d/new/f
+	run -0 as_user cat mnt/d/new/f
+	assert_output deep
+	# a name made in the new directory after the view listed it
+	run -0 as_user ls mnt/d/new
+	assert_output f
+	echo two >"$LO/d/new/g"
+	wait_for as_user test -e mnt/d/new/g
+	# one watch per cached directory: root, d, new, many, m0..m19
+	run -0 as_user ls mnt/many/m{0..19}
+	run -0 coh_count coherent_watches
+	((output >= 24 && output <= 30)) || fail "coherent_watches is $output, not 24 to 30"
+	# a watched directory moved out of the branch: what is made in it
+	# later is nowhere in the view
+	mv "$LO/d/new" "$T/outside"
+	wait_for as_user test ! -e mnt/d/new
+	echo out >"$T/outside/late"
+	# a cached directory replaced below by another of the same name: the
+	# view shows the new one, and nothing made in the old one
+	mkdir "$LO/dd2" && echo new >"$LO/dd2/fresh"
+	run -0 as_user cat mnt/dd/sub/s
+	mv "$LO/dd" "$T/olddd" && mv "$LO/dd2" "$LO/dd"
+	wait_for as_user test -e mnt/dd/fresh
+	echo stale >"$T/olddd/sub/late"
+	sleep 0.3
+	run -0 as_user ls mnt/dd
+	assert_output fresh
+	run -0 as_user find mnt -name late
+	assert_output ""
+	# the kernel forgets the nodes (their directories moved out of the
+	# branch, not removed: the kernel itself ends no watch): the watches
+	# are given back (of the 24 the root's, d's and a few the kernel
+	# keeps longer stay)
+	mv "$LO/many" "$T/away"
+	wait_for as_user test ! -e mnt/many
+	for ((i = 0; i < 5; i++)); do at_most coherent_watches 4 && break; sleep 1; done
+	at_most coherent_watches 4 || fail "coherent_watches stays at $(coh_count coherent_watches)"
+	run -0 as_user "$RL_BIN/stackfs" status "$MNT"
+	assert_output --regexp 'coherent_watches_refused +0'
+}
+
+@test "rootless: -o coherent by inotify: a watch refused (fs.inotify.max_user_watches) is logged and counted; the view still serves" {
+	local i
+	sfs_require_root "a global inotify limit"
+	for ((i = 0; i < 60; i++)); do mkdir -p "$LO/many/m$i"; done
+	chown -R "$RL_USER:" "$LO/many"
+	user_mount "coherent,timeout=600,log=$T/log"
+	# a limit of every user's, briefly low: taken under the lock the
+	# fanotify queue test uses (one for every run: TMPDIR is the run's),
+	# put back in teardown
+	exec 9>/tmp/stackfs-tests-sysctl.lock
+	flock 9
+	WATCHES=$(cat /proc/sys/fs/inotify/max_user_watches)
+	echo 40 >/proc/sys/fs/inotify/max_user_watches
+	run -0 as_user ls mnt/many/m{0..59}
+	echo "$WATCHES" >/proc/sys/fs/inotify/max_user_watches
+	WATCHES=
+	exec 9>&-
+	run -0 grep "coherent: cannot watch a directory of $LO" "$T/log"
+	assert_output --partial "max_user_watches reached"
+	run -0 as_user "$RL_BIN/stackfs" status "$MNT"
+	assert_output --regexp 'coherent_watches_refused +[1-9]'
+	# the directories already watched still see what is made below
+	echo seen >"$LO/d/marker"
+	wait_for as_user test -e mnt/d/marker
+}
+
+@test "rootless: -o coherent by inotify: events lost (queue overflow) drop everything, nothing is missed" {
+	local n
+	sfs_require_root "a global inotify limit"
+	# the queue's length is the limit when the instance is made: small
+	# for this mount's only, under the lock of the other global limits
+	exec 9>/tmp/stackfs-tests-sysctl.lock
+	flock 9
+	QUEUED=$(cat /proc/sys/fs/inotify/max_queued_events)
+	echo 16 >/proc/sys/fs/inotify/max_queued_events
+	user_mount coherent,timeout=600
+	echo "$QUEUED" >/proc/sys/fs/inotify/max_queued_events
+	QUEUED=
+	exec 9>&-
+	run -0 as_user ls mnt/d
+	for n in 0 1 2 3 4 5 6 7 8 9; do run -1 as_user stat "mnt/d/x$n"; done
+	run -0 as_user cat mnt/f
+	# the watcher held still while 200 events come, far past 16: those
+	# that matter come last, so they are lost
+	STOPPED=$(<"$RL_XDG/stackfs/$(_sfs_mountinfo_dev "$MNT")/pid")
+	kill -STOP "$STOPPED"
+	for n in {0..99}; do : >"$LO/d/filler$n"; done
+	rm "$LO"/d/filler*
+	for n in 0 1 2 3 4 5 6 7 8 9; do echo "$n" >"$LO/d/x$n"; done
+	echo newer >"$LO/f"
+	kill -CONT "$STOPPED"
+	STOPPED=
+	wait_for as_user test -e mnt/d/x9
+	run -0 as_user cat mnt/d/x{0..9} mnt/f
+	assert_output "$(printf '%s\n' {0..9} newer)"
+	run -0 as_user "$RL_BIN/stackfs" status "$MNT"
+	assert_output --regexp 'coherent_overflows +[1-9]'
 }
