@@ -224,6 +224,48 @@ by-handle"
 	opens_as u upper-u
 }
 
+@test "readdir offsets of a merged directory resume the same listing after a restart (NFS READDIR cookies)" {
+	local k off name rest
+	for ((k = 0; k < 40; k++)); do echo >"$LO/d/lo$k"; done
+	mkdir -p "$UP/d"
+	for ((k = 0; k < 40; k++)); do echo >"$UP/d/up$k"; done
+	xmount
+	run -0 "$TOOLS/fhprobe" offsets "$MNT/d"
+	local before=$output
+	# a cookie from the middle of the listing
+	read -r off name <<<"$(sed -n 30p <<<"$before")"
+	rest=$(sed -n '31,$p' <<<"$before" | cut -d' ' -f2-)
+	[[ -n $rest ]] || fail "short listing: $before"
+	restart
+	run -0 "$TOOLS/fhprobe" offsets "$MNT/d"
+	assert_output "$before"
+	run -0 "$TOOLS/fhprobe" from "$MNT/d" "$off"
+	assert_output "$rest"
+}
+
+@test "branch changes: handles of a removed branch answer ESTALE, and open again when it is back; others stay valid" {
+	mkdir -p "$T/lo2/d2" "$T/up2"
+	echo k >"$T/lo2/d2/k"
+	xmount
+	run -0 "$SFS" branch add "$MNT" "$T/lo2" --bottom
+	save d2 d2
+	save d2/k k
+	save d/f f
+	save ud ud
+	run -0 "$SFS" branch remove "$MNT" "$T/lo2"
+	stale d2
+	stale k
+	opens_as f lower-f
+	run -0 "$SFS" branch add "$MNT" "$T/lo2" --bottom
+	opens_as d2
+	opens_as k k
+	# a new rw branch on top: ids name filesystems, not positions
+	run -0 "$SFS" branch add "$MNT" "$T/up2" --mode rw --top
+	opens_as f lower-f
+	opens_as ud
+	opens_as k k
+}
+
 # xnames_file FILE ID PARENT NAME...: an exportnames file of the records
 # (ID PARENT NAME), as the daemon writes it (NOTES.md "exportnames")
 xnames_file() {
