@@ -65,9 +65,16 @@ stale() {
 	assert_output --partial ESTALE
 }
 
-restart() {
+# unmount: the daemon ends (and writes the names it keeps)
+unmount() {
+	local pid
+	pid=$(sfs_daemon_pid "$MNT")
 	run -0 "$SFS" umount "$MNT"
-	sfs_wait_gone "$MNT" 2>/dev/null || true
+	sfs_wait_gone "$pid" || fail "the daemon $pid did not end"
+}
+
+restart() {
+	unmount
 	xmount "$@"
 }
 
@@ -195,7 +202,7 @@ by-handle"
 	local pid
 	pid=$(sfs_daemon_pid "$MNT")
 	kill -KILL "$pid"
-	sfs_wait_gone "$pid" 2>/dev/null || sleep 1
+	sfs_wait_gone "$pid" || fail "the daemon $pid did not end"
 	umount -l "$MNT" 2>/dev/null || true
 	xmount
 	opens_as d
@@ -215,7 +222,7 @@ by-handle"
 	local pid
 	pid=$(sfs_daemon_pid "$MNT")
 	kill -KILL "$pid"
-	sfs_wait_gone "$pid" 2>/dev/null || sleep 1
+	sfs_wait_gone "$pid" || fail "the daemon $pid did not end"
 	umount -l "$MNT" 2>/dev/null || true
 	sfs_mount "$UP=rw" "$MNT" nfs_export=on
 	stale u
@@ -297,8 +304,7 @@ PY
 	save d/other other
 	restart
 	opens_as f lower-f
-	run -0 "$SFS" umount "$MNT"
-	sfs_wait_gone "$MNT" 2>/dev/null || true
+	unmount
 	[[ -s $UP/.stackfs/exportnames ]]
 	run -0 "$SFS" fsck "$UP"
 	refute_output --partial XNAMES_BAD
