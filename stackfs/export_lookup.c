@@ -67,6 +67,8 @@ static int by_name(uint64_t id, unsigned depth, struct sfs_node **out)
 		return ret;
 	ret = sfs_lookup_entry(p, name, &e);
 	sfs_node_forget(p, 1); /* a child found holds its parent */
+	if (ret == -ENOTDIR || ret == -ENAMETOOLONG)
+		ret = -ESTALE; /* a record naming a file as a parent */
 	return ret < 0 ? ret : named(&e, id, out);
 }
 

@@ -322,6 +322,13 @@ PY
 	run -0 "$SFS" fsck "$UP"
 	xmount
 	stale f
+	# a file named as a parent, and a cycle of parents
+	unmount
+	xnames_file "$UP/.stackfs/exportnames" "$(cat "$H/f.ino")" "$(cat "$H/other.ino")" x \
+		"$(cat "$H/d.ino")" "$(cat "$H/f.ino")" d
+	xmount
+	stale f
+	opens_as d
 }
 
 @test "forged and garbage handles answer an error, never an entry, and the daemon goes on" {

@@ -382,7 +382,7 @@ mount_opts() {
 }
 
 @test "kernel tunings of overlayfs and fuse-overlayfs are accepted, each with a note in the log; bad values are refused" {
-	local opts=metacopy=on,redirect_dir=on,index=off,xino=auto,uuid=null,nfs_export=off,verity=off
+	local opts=metacopy=on,redirect_dir=on,index=off,xino=auto,uuid=null,verity=off
 	opts+=,static_nlink,fast_ino=1,threaded=1,xattr_permissions=0,userxattr
 	prog_mount "lowerdir=$LO,upperdir=$UP,workdir=$WORK,$opts,log=$BATS_TEST_TMPDIR/log"
 	local o
@@ -391,7 +391,7 @@ mount_opts() {
 	done
 	run -0 cat "$MNT/l"
 	run -0 "$SFS" umount "$MNT"
-	for o in metacopy=yes xino=maybe fast_ino=2 "userxattr,whiteout=overlay"; do
+	for o in metacopy=yes xino=maybe fast_ino=2 nfs_export=maybe "userxattr,whiteout=overlay"; do
 		refused -o "lowerdir=$LO,$o" "$MNT"
 		names "${o%%[=,]*}"
 	done
