@@ -15,19 +15,19 @@
 #define HDR 32
 #define REC_FIXED 20 /* id, parent, name_len, reserved; then name, crc */
 
-static void put32(uint8_t *p, uint32_t v)
+static void xn_put32(uint8_t *p, uint32_t v)
 {
 	v = htole32(v);
 	memcpy(p, &v, 4);
 }
 
-static void put64(uint8_t *p, uint64_t v)
+static void xn_put64(uint8_t *p, uint64_t v)
 {
 	v = htole64(v);
 	memcpy(p, &v, 8);
 }
 
-static uint32_t get32(const uint8_t *p)
+static uint32_t xn_get32(const uint8_t *p)
 {
 	uint32_t v;
 
@@ -35,7 +35,7 @@ static uint32_t get32(const uint8_t *p)
 	return le32toh(v);
 }
 
-static uint64_t get64(const uint8_t *p)
+static uint64_t xn_get64(const uint8_t *p)
 {
 	uint64_t v;
 
@@ -64,19 +64,19 @@ int sfs_xnames_encode(const struct sfs_xname *v, size_t n, uint8_t **out, size_t
 	if (!buf)
 		return -ENOMEM;
 	memcpy(buf, SFS_XNAMES_MAGIC, 8);
-	put32(buf + 8, SFS_XNAMES_VERSION);
-	put32(buf + 12, (uint32_t)n);
-	put32(buf + 28, sfs_crc32c(0, buf, 28));
+	xn_put32(buf + 8, SFS_XNAMES_VERSION);
+	xn_put32(buf + 12, (uint32_t)n);
+	xn_put32(buf + 28, sfs_crc32c(0, buf, 28));
 	for (size_t i = 0; i < n; i++) {
 		size_t nl = strlen(v[i].name);
 		uint8_t *r = buf + pos;
 
-		put64(r, v[i].id);
-		put64(r + 8, v[i].parent);
+		xn_put64(r, v[i].id);
+		xn_put64(r + 8, v[i].parent);
 		r[16] = (uint8_t)nl;
 		r[17] = (uint8_t)(nl >> 8);
 		memcpy(r + REC_FIXED, v[i].name, nl);
-		put32(r + REC_FIXED + nl, sfs_crc32c(0, r, REC_FIXED + nl));
+		xn_put32(r + REC_FIXED + nl, sfs_crc32c(0, r, REC_FIXED + nl));
 		pos += REC_FIXED + nl + 4;
 	}
 	*out = buf;
@@ -104,11 +104,11 @@ static long record(const uint8_t *buf, size_t len, size_t pos, struct sfs_xname 
 	if (len - pos < REC_FIXED + nl + 4)
 		return -1;
 	*why = "a record's checksum does not match";
-	if (get32(r + REC_FIXED + nl) != sfs_crc32c(0, r, REC_FIXED + nl))
+	if (xn_get32(r + REC_FIXED + nl) != sfs_crc32c(0, r, REC_FIXED + nl))
 		return -1;
 	*why = "a record has a field out of range";
-	x->id = get64(r);
-	x->parent = get64(r + 8);
+	x->id = xn_get64(r);
+	x->parent = xn_get64(r + 8);
 	if (x->id == 0 || x->parent == 0 || r[18] || r[19] ||
 	    !name_ok((const char *)r + REC_FIXED, nl))
 		return -1;
@@ -128,11 +128,11 @@ int sfs_xnames_parse(const uint8_t *buf, size_t len,
 
 	if (len < HDR || memcmp(buf, SFS_XNAMES_MAGIC, 8))
 		return bad(err, errlen, "no exportnames header", 0);
-	if (get32(buf + 28) != sfs_crc32c(0, buf, 28))
+	if (xn_get32(buf + 28) != sfs_crc32c(0, buf, 28))
 		return bad(err, errlen, "the header's checksum does not match", 0);
-	if (get32(buf + 8) != SFS_XNAMES_VERSION)
+	if (xn_get32(buf + 8) != SFS_XNAMES_VERSION)
 		return bad(err, errlen, "an unknown version", 8);
-	count = get32(buf + 12);
+	count = xn_get32(buf + 12);
 	for (size_t k = 16; k < 28; k++)
 		if (buf[k])
 			return bad(err, errlen, "a reserved field is not zero", k);
