@@ -98,6 +98,10 @@ const struct sfs_optdef sfs_optlist[] = {
 	       "mode bits only; ACL xattrs are refused)\n"),
 	COMPAT("noxattrs=", NOXATTRS, "0|1",
 	       "1: no extended attributes in the view\n"),
+	COMPAT("nfs_export=", NFS_EXPORT, "on|off",
+	       "on: file handles of the view survive a\n"
+	       "remount and a restart of the daemon (NFS\n"
+	       "export; ext4 and XFS branches only)\n"),
 	COMPAT("userxattr", USERXATTR, NULL,
 	       "accepted with whiteout=wh: user.overlay.*\n"
 	       "is read in every branch; stackfs's own\n"
@@ -121,8 +125,6 @@ const struct sfs_optdef sfs_optlist[] = {
 	NOTE("uuid=", "on|off|null|auto",
 	     "accepted: branches are known by their\n"
 	     "registry ids\n"),
-	NOTE("nfs_export=", "on|off",
-	     "accepted: a view cannot be exported over NFS\n"),
 	NOTE("verity=", "off", "accepted: fs-verity digests are not checked\n"),
 	NOTE("static_nlink", NULL,
 	     "accepted: merged directories show 1 link\n"),

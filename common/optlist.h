@@ -25,6 +25,7 @@ enum sfs_optkey {
 	SFS_OPTK_WRITEBACK_NUM,   /* fuse-overlayfs's writeback=0|1 */
 	SFS_OPTK_USERXATTR, SFS_OPTK_NOACL, SFS_OPTK_NOXATTRS,
 	SFS_OPTK_METACOPY,        /* metacopy=on|off: metadata-only copy-up */
+	SFS_OPTK_NFS_EXPORT,      /* overlayfs's nfs_export=on|off */
 	SFS_OPTK_UIDMAP, SFS_OPTK_GIDMAP,
 	SFS_OPTK_SQUASH_ROOT, SFS_OPTK_SQUASH_UID, SFS_OPTK_SQUASH_GID,
 	SFS_OPTK_CONTEXT,         /* SELinux labels: passed on when SELinux is on */

@@ -43,6 +43,7 @@ struct sfs_branch {
 	uint8_t fs_uuid[16];      /* UUID of its filesystem */
 	uint32_t fs_id;           /* stable id of its filesystem (registry) */
 	uint32_t id;              /* stable id of the branch (registry) */
+	uint8_t fh_kind;          /* nfs_export=on: its file handles (export.c) */
 };
 
 /* An immutable, refcounted view of the branch set, highest priority

@@ -83,6 +83,9 @@ int sfs_branches_change(const struct sfs_change *c, bool force, char *err, size_
 	/* a branch added from a nosuid mount must not gain suid here */
 	if (ret == 0 && c->op == SFS_CHANGE_ADD)
 		ret = sfs_mountflags_check(s, err, errlen);
+	/* node ids must stay decodable: a branch whose handles are not */
+	if (ret == 0 && c->op == SFS_CHANGE_ADD && sfs_export)
+		ret = sfs_export_check(s, err, errlen);
 	if (ret == 0 && (ret = sfs_root_stack(s, &root, &id)) < 0)
 		snprintf(err, errlen, "reading the branch roots: %s", strerror(-ret));
 	if (ret == 0) {

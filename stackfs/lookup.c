@@ -310,7 +310,13 @@ int sfs_resolve_below(const struct sfs_stack *dst, const struct sfs_branch *b,
 void sfs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fuse_entry_param e;
-	int ret = sfs_lookup_entry(sfs_node_of(parent), name, &e);
+	int ret;
+
+	if (sfs_export_dot(name)) {
+		sfs_export_op_lookup(req, parent, name);
+		return;
+	}
+	ret = sfs_lookup_entry(sfs_node_of(parent), name, &e);
 
 	if (ret == -ENOENT) /* a negative entry the kernel may cache */
 		fuse_reply_entry(req, &e);

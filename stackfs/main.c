@@ -201,6 +201,11 @@ static int run(struct fuse_args *args, struct sfs_opts *o)
 		sfs_errmsg("%s", err);
 		ret = 1;
 	}
+	sfs_export = o->nfs_export;
+	if (ret == 0 && sfs_export && sfs_export_check(sfs_m.snap, err, sizeof(err)) < 0) {
+		sfs_errmsg("%s", err);
+		ret = 1;
+	}
 	if (ret == 0)
 		ret = log_open(o);
 	/* refused before the mount: a view that silently goes stale is what
@@ -243,8 +248,12 @@ static int run(struct fuse_args *args, struct sfs_opts *o)
 		fuse_session_unmount(se);
 		ret = 1;
 	}
+	if (!ret && sfs_export)
+		sfs_xnames_load(sfs_m.snap);
 	if (!ret && fuse_set_signal_handlers(se) == 0) {
 		ret = serve(se, o);
+		if (sfs_export)
+			sfs_xnames_save(sfs_m.snap);
 		fuse_remove_signal_handlers(se);
 		fuse_session_unmount(se);
 	}

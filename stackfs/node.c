@@ -38,6 +38,14 @@ static struct shard *shard_of(uint64_t h)
 	return &shards[h % SHARDS];
 }
 
+/* With nfs_export=on the table is hashed by node id (the union inode
+ * number), which the kernel's requests carry, so that an id is found
+ * without the node's address; else by identity. */
+static uint64_t node_hash(const struct sfs_node *n)
+{
+	return sfs_export ? key_hash(0, n->ino) : key_hash(n->key_dev, n->key_ino);
+}
+
 static void stack_free(struct sfs_stack *st)
 {
 	for (unsigned i = 0; i < st->n; i++)
@@ -138,7 +146,7 @@ static void shard_grow(struct shard *s)
 		struct sfs_node *n = s->buckets[i], *next;
 
 		for (; n; n = next) {
-			size_t k = (key_hash(n->key_dev, n->key_ino) / SHARDS) % nb;
+			size_t k = (node_hash(n) / SHARDS) % nb;
 
 			next = n->hnext;
 			n->hnext = b[k];
@@ -157,7 +165,7 @@ static struct sfs_node **slot_of(struct shard *s, uint64_t h)
 
 static void unhash(struct shard *s, struct sfs_node *n)
 {
-	struct sfs_node **pp = slot_of(s, key_hash(n->key_dev, n->key_ino));
+	struct sfs_node **pp = slot_of(s, node_hash(n));
 
 	for (; *pp; pp = &(*pp)->hnext) {
 		if (*pp == n) {
@@ -172,6 +180,9 @@ static void unhash(struct shard *s, struct sfs_node *n)
 static void node_free(struct sfs_node *n)
 {
 	struct sfs_node *parent = n->parent;
+
+	if (sfs_export && parent && n->name)
+		sfs_xnames_put(n->ino, sfs_node_id(parent), n->name);
 
 	if (n->stack) {
 		sfs_fdcache_del(n);
@@ -191,7 +202,7 @@ static void node_free(struct sfs_node *n)
  * it any more. */
 static void node_release(struct sfs_node *n, uint64_t nlookup, uint64_t refs)
 {
-	struct shard *s = shard_of(key_hash(n->key_dev, n->key_ino));
+	struct shard *s = shard_of(node_hash(n));
 	bool dead;
 
 	if (n == root)
@@ -219,7 +230,7 @@ void sfs_node_unref(struct sfs_node *n)
 
 void sfs_node_ref(struct sfs_node *n)
 {
-	struct shard *s = shard_of(key_hash(n->key_dev, n->key_ino));
+	struct shard *s = shard_of(node_hash(n));
 
 	if (n == root)
 		return;
@@ -233,14 +244,56 @@ struct sfs_node *sfs_node_root(void)
 	return root;
 }
 
+/* Finds node `id` (nfs_export=on) under its shard lock; counts a
+ * kernel lookup on it when `count`. */
+static struct sfs_node *by_id(uint64_t id, bool count)
+{
+	uint64_t h = key_hash(0, id);
+	struct shard *s = shard_of(h);
+	struct sfs_node *n;
+
+	pthread_mutex_lock(&s->lock);
+	for (n = *slot_of(s, h); n && n->ino != id; n = n->hnext)
+		;
+	if (n && count)
+		n->nlookup++;
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
+/* An id the kernel sends is one it holds a lookup on, so its node is in
+ * the table (the kernel's decoding of a file handle, which sends ids it
+ * does not hold, goes to sfs_node_by_id). */
 struct sfs_node *sfs_node_of(fuse_ino_t ino)
 {
-	return ino == FUSE_ROOT_ID ? root : (struct sfs_node *)(uintptr_t)ino;
+	if (ino == FUSE_ROOT_ID)
+		return root;
+	return sfs_export ? by_id(ino, false) : (struct sfs_node *)(uintptr_t)ino;
 }
 
 fuse_ino_t sfs_node_id(struct sfs_node *n)
 {
-	return n == root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)n;
+	if (n == root)
+		return FUSE_ROOT_ID;
+	return sfs_export ? (fuse_ino_t)n->ino : (fuse_ino_t)(uintptr_t)n;
+}
+
+struct sfs_node *sfs_node_by_id(uint64_t id)
+{
+	if (id == FUSE_ROOT_ID)
+		return root;
+	return sfs_export ? by_id(id, true) : NULL;
+}
+
+void sfs_node_count(struct sfs_node *n)
+{
+	struct shard *s = shard_of(node_hash(n));
+
+	if (n == root)
+		return;
+	pthread_mutex_lock(&s->lock);
+	n->nlookup++;
+	pthread_mutex_unlock(&s->lock);
 }
 
 /* A closed stack is replaced by a reopened one; the closed one only the
@@ -330,19 +383,23 @@ int sfs_node_move(struct sfs_node *n, struct sfs_node *parent, const char *name)
 	return 0;
 }
 
-static struct sfs_node *node_new(const struct stat *idst, struct sfs_stack *st)
+/* gen: the identity's real generation with nfs_export=on, else 0 for
+ * one from a counter (a reused address then never looks like the old
+ * inode to the kernel). */
+static struct sfs_node *node_new(const struct stat *idst, struct sfs_stack *st,
+				 uint64_t uino, uint32_t gen)
 {
 	static atomic_uint_fast64_t generations;
 	struct sfs_node *n = calloc(1, sizeof(*n));
 
 	if (!n)
 		return NULL;
-	n->generation = atomic_fetch_add(&generations, 1) + 1;
+	n->generation = sfs_export ? gen : atomic_fetch_add(&generations, 1) + 1;
 	pthread_mutex_init(&n->lock, NULL);
 	n->key_dev = idst->st_dev;
 	n->key_ino = idst->st_ino;
 	n->type = idst->st_mode & S_IFMT;
-	n->ino = sfs_ino_of(st->snap, idst->st_dev, idst->st_ino);
+	n->ino = uino;
 	n->stack = st;
 	n->pt_backing = -1;
 	return n;
@@ -366,14 +423,18 @@ static void node_refresh(struct sfs_node *n, struct sfs_stack *st)
 		sfs_node_set_stack(n, st);
 }
 
-/* Finds a live node of the same identity and type; counts a lookup. */
+/* Finds a live node of the same identity and type; with nfs_export=on,
+ * the node of the same id (uino), whatever its type: an id is one node
+ * of the kernel's, and a reused inode number is told apart by its
+ * generation (node_reused). */
 static struct sfs_node *find_locked(struct shard *s, uint64_t h,
-				    const struct stat *idst)
+				    const struct stat *idst, uint64_t uino)
 {
 	struct sfs_node *n = *slot_of(s, h);
 
 	for (; n; n = n->hnext) {
-		if (n->key_dev == (uint64_t)idst->st_dev &&
+		if (sfs_export ? n->ino == uino :
+		    n->key_dev == (uint64_t)idst->st_dev &&
 		    n->key_ino == (uint64_t)idst->st_ino &&
 		    n->type == (idst->st_mode & S_IFMT))
 			return n;
@@ -381,21 +442,57 @@ static struct sfs_node *find_locked(struct shard *s, uint64_t h,
 	return NULL;
 }
 
+/* The hash of an identity's place in the table; with nfs_export=on,
+ * its id too (else 0: it is not needed to find a node). */
+static uint64_t lookup_hash(const struct stat *idst, const struct sfs_snap *snap,
+			    uint64_t *uino)
+{
+	*uino = 0;
+	if (!sfs_export)
+		return key_hash(idst->st_dev, idst->st_ino);
+	*uino = sfs_ino_of(snap, idst->st_dev, idst->st_ino);
+	return key_hash(0, *uino);
+}
+
+/* nfs_export=on: node n, found by id, now stands for the identity idst
+ * with generation gen. Another identity with the same id (a filesystem
+ * id reassigned after a branch change) is refused; the same inode number
+ * reused by a new inode takes the node over with its generation and
+ * type: the kernel then drops its old inode (another generation), and a
+ * file handle of the old one answers ESTALE. */
+static int node_reused(struct sfs_node *n, const struct stat *idst, uint32_t gen)
+{
+	if (n->key_dev != (uint64_t)idst->st_dev || n->key_ino != (uint64_t)idst->st_ino) {
+		sfs_log(SFS_LOG_ERR, "node id %llu: two identities (a filesystem id "
+			"reassigned?): refused", (unsigned long long)n->ino);
+		return -EIO;
+	}
+	pthread_mutex_lock(&n->lock);
+	n->generation = gen;
+	n->type = idst->st_mode & S_IFMT;
+	pthread_mutex_unlock(&n->lock);
+	return 0;
+}
+
 int sfs_node_lookup_insert(struct sfs_node *parent, const char *name,
 			   struct sfs_stack *st, const struct stat *idst,
 			   struct sfs_node **out)
 {
-	uint64_t h = key_hash(idst->st_dev, idst->st_ino);
+	uint32_t gen = sfs_export ? sfs_export_gen(st, idst) : 0;
+	uint64_t uino, h = lookup_hash(idst, st->snap, &uino);
 	struct shard *s = shard_of(h);
-	struct sfs_node *n, *fresh = node_new(idst, st);
+	struct sfs_node *n, *fresh;
 	int ret;
+
+	fresh = node_new(idst, st, sfs_export ? uino :
+			 sfs_ino_of(st->snap, idst->st_dev, idst->st_ino), gen);
 
 	if (!fresh) {
 		sfs_stack_put(st);
 		return -ENOMEM;
 	}
 	pthread_mutex_lock(&s->lock);
-	n = find_locked(s, h, idst);
+	n = find_locked(s, h, idst, uino);
 	if (n) {
 		n->nlookup++;
 	} else {
@@ -411,6 +508,12 @@ int sfs_node_lookup_insert(struct sfs_node *parent, const char *name,
 	if (n != fresh) {
 		fresh->stack = NULL;
 		node_free(fresh);
+		ret = sfs_export ? node_reused(n, idst, gen) : 0;
+		if (ret < 0) {
+			sfs_stack_put(st);
+			sfs_node_forget(n, 1);
+			return ret;
+		}
 		node_refresh(n, st);
 	} else {
 		pthread_mutex_lock(&n->lock);
@@ -435,7 +538,7 @@ int sfs_node_lookup_insert(struct sfs_node *parent, const char *name,
 /* The root is never forgotten and never in the table. */
 int sfs_node_root_init(struct sfs_stack *st, const struct stat *idst)
 {
-	root = node_new(idst, st);
+	root = node_new(idst, st, sfs_ino_of(st->snap, idst->st_dev, idst->st_ino), 0);
 	if (root && sfs_coh_ino)
 		sfs_cohino_set(root, st);
 	return root ? 0 : -ENOMEM;
@@ -510,12 +613,18 @@ void sfs_ns_unlock2(struct sfs_node *a, struct sfs_node *b)
 
 struct sfs_node *sfs_node_find(const struct stat *idst)
 {
-	uint64_t h = key_hash(idst->st_dev, idst->st_ino);
+	struct sfs_snap *snap = sfs_export ? sfs_snap_current() : NULL;
+	uint64_t uino, h = lookup_hash(idst, snap, &uino);
 	struct shard *s = shard_of(h);
 	struct sfs_node *n;
 
+	if (snap)
+		sfs_snap_put(snap);
 	pthread_mutex_lock(&s->lock);
-	n = find_locked(s, h, idst);
+	n = find_locked(s, h, idst, uino);
+	if (n && sfs_export && (n->key_dev != (uint64_t)idst->st_dev ||
+				n->key_ino != (uint64_t)idst->st_ino))
+		n = NULL;
 	if (n)
 		n->refs++;
 	pthread_mutex_unlock(&s->lock);
@@ -634,4 +743,20 @@ int sfs_nodes_at(const struct sfs_node_name *want, size_t n, struct sfs_node **f
 	}
 	free(w);
 	return 0;
+}
+
+/* nfs_export=on, when the loop has ended (no request in flight): every
+ * cached node's name, kept as a forgotten node's would be. */
+void sfs_nodes_remember(void)
+{
+	for (int i = 0; i < SHARDS; i++) {
+		pthread_mutex_lock(&shards[i].lock);
+		for (size_t b = 0; b < shards[i].nbuckets; b++) {
+			for (struct sfs_node *nd = shards[i].buckets[b]; nd; nd = nd->hnext) {
+				if (nd->parent && nd->name)
+					sfs_xnames_put(nd->ino, sfs_node_id(nd->parent), nd->name);
+			}
+		}
+		pthread_mutex_unlock(&shards[i].lock);
+	}
 }

@@ -60,8 +60,12 @@ void sfs_op_init(void *userdata, struct fuse_conn_info *conn)
 		want &= ~(unsigned)FUSE_CAP_POSIX_ACL;
 	conn->want |= want & conn->capable;
 	sfs_readahead_want(conn, sfs_m.opts.readahead_kb);
-	/* exports would send lookups of "." and "..", which we refuse */
-	conn->want &= ~(unsigned)FUSE_CAP_EXPORT_SUPPORT;
+	/* exports send lookups of "." and ".." (export_lookup.c): only
+	 * where node ids outlive the daemon */
+	if (sfs_export)
+		conn->want |= FUSE_CAP_EXPORT_SUPPORT & conn->capable;
+	else
+		conn->want &= ~(unsigned)FUSE_CAP_EXPORT_SUPPORT;
 	/* The kernel clears set-user-ID and set-group-ID bits on write,
 	 * truncate and chown itself then (with a setattr): the daemon writes
 	 * as root, which keeps them. */

@@ -397,6 +397,21 @@ static int parse_metacopy(struct sfs_opts *o, const char *arg)
 	return 0;
 }
 
+/* overlayfs's nfs_export=on|off: node ids that outlive the daemon. */
+static int parse_nfs_export(struct sfs_opts *o, const char *arg)
+{
+	const char *v = arg + strlen("nfs_export=");
+
+	if (strcmp(v, "on") && strcmp(v, "off")) {
+		sfs_errmsg("bad option '%s': nfs_export is on or off", arg);
+		return -1;
+	}
+	if (seen_fuse_opt(arg) < 0)
+		return -1;
+	o->nfs_export = strcmp(v, "on") == 0;
+	return 0;
+}
+
 /* The flags of our own: set, may repeat. */
 static int flag(struct sfs_opts *o, int key)
 {
@@ -479,6 +494,8 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *out)
 		return parse_noxattrs(o, arg);
 	case SFS_OPTK_METACOPY:
 		return parse_metacopy(o, arg);
+	case SFS_OPTK_NFS_EXPORT:
+		return parse_nfs_export(o, arg);
 	case SFS_OPTK_ACCEPT_UNCLEAN:
 	case SFS_OPTK_UPGRADE:
 	case SFS_OPTK_NOPASSTHROUGH:

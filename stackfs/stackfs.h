@@ -48,6 +48,7 @@ struct sfs_opts {
 	int noxattrs;             /* no xattrs at all in the view */
 	int userxattr;            /* overlayfs's userxattr (accepted, whiteout=wh) */
 	int metacopy_off;         /* -o metacopy=off: copy-up copies whole files */
+	int nfs_export;           /* persistent node ids and generations (export.c) */
 	unsigned readahead_kb;    /* readahead window; 0: the kernel's */
 	enum sfs_whiteout_style whiteout;
 	enum sfs_log_to log_to;   /* -o log= */
@@ -154,6 +155,13 @@ int sfs_node_lookup_insert(struct sfs_node *parent, const char *name,
 			   struct sfs_stack *st, const struct stat *idst,
 			   struct sfs_node **out);
 void sfs_node_forget(struct sfs_node *n, uint64_t nlookup);
+/* nfs_export=on: the node of id (the root for 1) with one more kernel
+ * lookup counted, or NULL when none is cached. */
+struct sfs_node *sfs_node_by_id(uint64_t id);
+/* One more kernel lookup on n (a reply that names it). */
+void sfs_node_count(struct sfs_node *n);
+/* Every cached node's name into the names of export_names.c (the end). */
+void sfs_nodes_remember(void);
 /* The node of an identity, referenced, or NULL when none is cached. */
 struct sfs_node *sfs_node_find(const struct stat *idst);
 void sfs_node_ref(struct sfs_node *n);
@@ -460,6 +468,37 @@ struct sfs_dirlist {
 int sfs_dirlist_read(const struct sfs_stack *st, bool is_root,
 		     struct sfs_dirlist *out);
 void sfs_dirlist_free(struct sfs_dirlist *l);
+
+/* ---- export.c, export_lookup.c, export_names.c: nfs_export=on ------- */
+/* Set once at start from -o nfs_export=on: node ids are union inode
+ * numbers and generations the identities' real ones (NOTES.md "NFS
+ * export"). */
+extern bool sfs_export;
+/* Each branch's kind of file handle (b->fh_kind), refused with a message
+ * naming the branch when its filesystem's handles cannot be rebuilt from
+ * an inode number. At mount and branch add, with nfs_export=on. */
+int sfs_export_check(struct sfs_snap *s, char *err, size_t errlen);
+/* The real generation of the identity idst of a resolved stack st (one
+ * of its layers, or the inode opened by number); 0 when unknown. */
+uint32_t sfs_export_gen(const struct sfs_stack *st, const struct stat *idst);
+/* An O_PATH fd of inode `ino` of branch b's filesystem, whatever its
+ * generation; -ESTALE when there is none. */
+int sfs_export_open_ino(const struct sfs_branch *b, uint64_t ino);
+/* The replies to LOOKUP(id, ".") (the kernel decoding a file handle of
+ * a node it no longer caches) and LOOKUP(id, "..") (its parent). */
+int sfs_export_lookup_self(uint64_t id, struct fuse_entry_param *e);
+int sfs_export_lookup_parent(uint64_t id, struct fuse_entry_param *e);
+/* name is "." or ".." and nfs_export=on: sfs_export_op_lookup answers. */
+bool sfs_export_dot(const char *name);
+void sfs_export_op_lookup(fuse_req_t req, fuse_ino_t id, const char *name);
+/* The names of forgotten nodes: where to look node `id` up again. */
+void sfs_xnames_put(uint64_t id, uint64_t parent, const char *name);
+/* Its parent's id and its name (NAME_MAX + 1 bytes); -ENOENT. */
+int sfs_xnames_get(uint64_t id, uint64_t *parent, char *name);
+/* The names kept by the last daemon (.stackfs/exportnames of the
+ * highest rw branch), read at mount; written when the daemon ends. */
+void sfs_xnames_load(const struct sfs_snap *s);
+void sfs_xnames_save(const struct sfs_snap *s);
 
 /* ---- dir.c / file.c / readdir.c / inode.c / xattrs.c: handlers ------- */
 extern const struct fuse_lowlevel_ops sfs_ops;

@@ -382,8 +382,9 @@ mount_opts() {
 }
 
 @test "kernel tunings of overlayfs and fuse-overlayfs are accepted, each with a note in the log; bad values are refused" {
-	# (metacopy= is stackfs's own since issue 19: tests/77-metacopy-up)
-	local opts=redirect_dir=on,index=off,xino=auto,uuid=null,nfs_export=off,verity=off
+	# (metacopy= and nfs_export= are stackfs's own since issue 19:
+	# tests/77-metacopy-up, tests/45-export)
+	local opts=redirect_dir=on,index=off,xino=auto,uuid=null,verity=off
 	opts+=,static_nlink,fast_ino=1,threaded=1,xattr_permissions=0,userxattr
 	prog_mount "lowerdir=$LO,upperdir=$UP,workdir=$WORK,$opts,log=$BATS_TEST_TMPDIR/log"
 	local o
@@ -392,7 +393,7 @@ mount_opts() {
 	done
 	run -0 cat "$MNT/l"
 	run -0 "$SFS" umount "$MNT"
-	for o in metacopy=yes xino=maybe fast_ino=2 "userxattr,whiteout=overlay"; do
+	for o in metacopy=yes xino=maybe fast_ino=2 nfs_export=maybe "userxattr,whiteout=overlay"; do
 		refused -o "lowerdir=$LO,$o" "$MNT"
 		names "${o%%[=,]*}"
 	done

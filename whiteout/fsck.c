@@ -189,6 +189,7 @@ int sfs_fsck_run(const struct sfs_fsck_opts *o, struct sfs_fsck_result *r)
 			sfs_fsck_check_registry(&f);
 			sfs_fsck_check_inomap(&f);
 			sfs_fsck_check_lowers_file(&f);
+			sfs_fsck_check_xnames_file(&f);
 		}
 	}
 	/* the index is judged against the lower branches too */

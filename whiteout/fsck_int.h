@@ -87,6 +87,7 @@ ssize_t sfs_fsck_get_xattr(int dfd, const char *name, const char *attr, char *bu
 int sfs_fsck_open_meta(struct fsck *f);
 void sfs_fsck_check_header(struct fsck *f);
 void sfs_fsck_check_lowers_file(struct fsck *f);
+void sfs_fsck_check_xnames_file(struct fsck *f);
 void sfs_fsck_check_work(struct fsck *f);
 void sfs_fsck_check_index(struct fsck *f);
 void sfs_fsck_check_meta_entries(struct fsck *f);

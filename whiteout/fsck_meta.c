@@ -295,6 +295,37 @@ void sfs_fsck_check_lowers_file(struct fsck *f)
 		sfs_fsck_done(f, p, sfs_meta_remove_tree(f->meta_fd, SFS_META_LOWERS));
 }
 
+/* `exportnames`: hints only (the daemon checks each against the view),
+ * so a file that does not parse is removed whole. */
+void sfs_fsck_check_xnames_file(struct fsck *f)
+{
+	const char *path = "/" SFS_METADIR_NAME "/" SFS_META_XNAMES;
+	struct sfs_fsck_problem *p = NULL;
+	char err[256];
+	uint8_t *buf;
+	size_t len;
+	int ret = sfs_meta_read_file(f->meta_fd, SFS_META_XNAMES, SFS_XNAMES_MAX_BYTES,
+				     &buf, &len);
+
+	if (ret == -ENOENT)
+		return;
+	if (ret == -EINVAL || ret == -ELOOP || ret == -EFBIG) {
+		p = sfs_fsck_found(f, SFS_PR_XNAMES_BAD, true, path, "%s",
+				   ret == -EFBIG ? "too large" : "not a regular file");
+	} else if (ret) {
+		sfs_fsck_msg(f, true, "%s: %s", path + 1, strerror(-ret));
+		return;
+	} else {
+		ret = sfs_xnames_parse(buf, len, NULL, NULL, err, sizeof(err));
+		free(buf);
+		if (ret == 0)
+			return;
+		p = sfs_fsck_found(f, SFS_PR_XNAMES_BAD, true, path, "%s", err);
+	}
+	if (p)
+		sfs_fsck_done(f, p, sfs_meta_remove_tree(f->meta_fd, SFS_META_XNAMES));
+}
+
 /* Opens and lists the metadata subdirectory NAME (PATH for messages).
  * Returns its fd with the names in *v, or -1 when there is nothing to
  * walk: it is missing, not a directory (reported as NOT_DIR) or
@@ -414,11 +445,12 @@ void sfs_fsck_check_meta_entries(struct fsck *f)
 	static const char *const known[] = {
 		SFS_META_HEADER, SFS_META_REGISTRY, SFS_META_INOMAP, SFS_META_LOWERS,
 		SFS_META_LOCK, SFS_META_WORK, SFS_META_INDEX, SFS_META_COMMIT,
-		SFS_META_COMMIT_FROM,
+		SFS_META_COMMIT_FROM, SFS_META_XNAMES,
 	};
 	static const char *const tmps[] = {
 		SFS_META_HEADER ".tmp", SFS_META_REGISTRY ".tmp", SFS_META_INOMAP ".tmp",
 		SFS_META_LOWERS ".tmp", SFS_META_COMMIT ".tmp", SFS_META_COMMIT_FROM ".tmp",
+		SFS_META_XNAMES ".tmp",
 	};
 	char **v;
 	size_t n;

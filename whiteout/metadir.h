@@ -31,6 +31,7 @@
 #define SFS_META_LOCK     "lock"
 #define SFS_META_WORK     "work"
 #define SFS_META_INDEX    "index"
+#define SFS_META_XNAMES   "exportnames"
 
 #define SFS_META_VERSION  1u           /* the format this code writes */
 #define SFS_META_F_OVERLAY 0x1u        /* header flag: overlay whiteouts */

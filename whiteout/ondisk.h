@@ -244,6 +244,30 @@ int sfs_ino_create(int dir_fd);
 int sfs_lowers_parse(const char *buf, size_t len, struct sfs_lower **v,
 		     size_t *n, char *err, size_t errlen);
 
+/* ------------------------------------------------------------ exportnames */
+
+#define SFS_XNAMES_MAGIC "SFSXNAM\0"
+#define SFS_XNAMES_VERSION 1u
+#define SFS_XNAMES_MAX_RECORDS (1u << 16)
+/* the largest file of that many records of 255-byte names */
+#define SFS_XNAMES_MAX_BYTES (32u + SFS_XNAMES_MAX_RECORDS * (20u + 255u + 4u))
+
+/* One record: node id, its parent's id, its last name. */
+struct sfs_xname {
+	uint64_t id;
+	uint64_t parent;
+	char name[256];
+};
+
+/* The bytes of a file of n records, malloc'd. */
+int sfs_xnames_encode(const struct sfs_xname *v, size_t n, uint8_t **buf, size_t *len);
+/* Checks the whole file and calls each (if not NULL) per record, in
+ * order: 0, or -EUCLEAN with a message at the first thing wrong (each is
+ * called for the records before it), -ENOMEM if each failed. */
+int sfs_xnames_parse(const uint8_t *buf, size_t len,
+		     int (*each)(void *arg, const struct sfs_xname *x), void *arg,
+		     char *err, size_t errlen);
+
 /* ------------------------------------------------------------ files */
 
 /* Opens name beneath dir_fd, never following a symlink, never leaving

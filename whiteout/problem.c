@@ -84,6 +84,8 @@ static const struct sfs_problem_desc table[SFS_PR_COUNT] = {
 	/* other files */
 	PR(LOWERS_BAD, "the list of branches of the last mount (lowers) cannot be read", 1,
 	   "remove it (the next mount writes it again)"),
+	PR(XNAMES_BAD, "the names kept for NFS file handles (exportnames) cannot be read", 1,
+	   "remove it (handles of files the kernel no longer caches answer ESTALE)"),
 	PR(LOCK_BAD, "the lock file is not a regular file", 0,
 	   "none: move it away by hand"),
 	PR(WORK_NOT_DIR, "the staging directory work/ is not a directory", 0,

@@ -1,6 +1,6 @@
 /* format_fuzz: unit and fuzz tests of the on-disk format library
  * (whiteout/metadir.c and the meta*.c files, fsid.c, registry.c,
- * inomap.c, origin.c), and small helpers the bats tests use to make and
+ * inomap.c, origin.c, xnames.c), and small helpers the bats tests use to make and
  * damage metadata.
  *
  * Built standalone: the library's sources are included here, so the
@@ -48,6 +48,7 @@
 #include "xattr/xattr.c"
 #include "xattr/records.c"
 #include "whiteout/journal.c"
+#include "whiteout/xnames.c"
 
 /* ------------------------------------------------------------ random */
 
@@ -113,6 +114,17 @@ static void ino_load_same(const uint8_t *buf, size_t len)
 	close(fd);
 }
 
+/* What the exportnames parser hands on is a record the daemon may use. */
+static int xname_ok(void *arg, const struct sfs_xname *x)
+{
+	size_t nl = strlen(x->name);
+
+	(void)arg;
+	CHECK(x->id && x->parent && nl >= 1 && nl <= 255 && !strchr(x->name, '/') &&
+	      strcmp(x->name, ".") && strcmp(x->name, ".."), "exportnames record");
+	return 0;
+}
+
 /* Every parser on buf; the result is not judged, only survived (and
  * whatever a success returns must be consistent). */
 static void parse_all(const uint8_t *buf, size_t len)
@@ -148,6 +160,7 @@ static void parse_all(const uint8_t *buf, size_t len)
 			CHECK(lv[i].path[0] == '/', "lowers path");
 		sfs_lowers_free(lv, ln);
 	}
+	(void)sfs_xnames_parse(copy, len, xname_ok, NULL, err, sizeof(err));
 	free(copy);
 }
 
@@ -290,6 +303,31 @@ static size_t make_lowers(uint8_t *buf, size_t cap)
 	return len;
 }
 
+static size_t make_xnames(uint8_t *buf, size_t cap)
+{
+	static const char chars[] = "ab./\n";
+	struct sfs_xname v[8];
+	size_t n = rndn(8), len;
+	uint8_t *out;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t nl = 1 + rndn(12), k;
+
+		v[i].id = rnd() | 1;
+		v[i].parent = 1 + rndn(1000);
+		for (k = 0; k < nl; k++)
+			v[i].name[k] = chars[rndn(sizeof(chars) - 1)];
+		v[i].name[k] = '\0';
+		if (strchr(v[i].name, '/') || !strcmp(v[i].name, ".") || !strcmp(v[i].name, ".."))
+			strcpy(v[i].name, "x");
+	}
+	if (sfs_xnames_encode(v, n, &out, &len) || len > cap)
+		abort();
+	memcpy(buf, out, len);
+	free(out);
+	return len;
+}
+
 /* One valid input of each kind: it must parse; one bit flipped must not
  * (CRC32C finds every single-bit error), then random damage must not
  * crash. */
@@ -367,6 +405,15 @@ static void fuzz_one(void)
 		if (!ret)
 			sfs_lowers_free(lv, ln);
 	}
+	parse_all(buf, damage(buf, len, CAP));
+
+	/* exportnames */
+	len = make_xnames(buf, CAP);
+	CHECK(sfs_xnames_parse(buf, len, xname_ok, NULL, err, sizeof(err)) == 0,
+	      "exportnames: %s", err);
+	buf[rndn(len)] ^= (uint8_t)(1u << rndn(8));
+	CHECK(sfs_xnames_parse(buf, len, NULL, NULL, err, sizeof(err)) != 0,
+	      "exportnames with a flipped bit");
 	parse_all(buf, damage(buf, len, CAP));
 }
 
