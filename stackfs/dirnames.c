@@ -152,8 +152,7 @@ void sfs_dirnames_drop(struct sfs_node *n)
 	sfs_dirnames_put(d);
 }
 
-/* Under the node's shard lock (sfs_nodes_each): its lock may be taken,
- * and freeing the index takes no other. */
+/* From sfs_nodes_each: no lock held, the node referenced. */
 static void drop_one(struct sfs_node *n, void *arg)
 {
 	(void)arg;

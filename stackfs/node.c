@@ -631,118 +631,46 @@ struct sfs_node *sfs_node_find(const struct stat *idst)
 	return n;
 }
 
-/* Every cached node's name in its parent, for telling the kernel to drop
- * what it cached after a branch change. Copies, made under the locks and
- * used after them. */
-int sfs_nodes_names(struct sfs_node_name **out, size_t *count)
+/* Every cached node but the root, each referenced (give each back with
+ * sfs_node_unref and free the array), for the walks of node_walk.c,
+ * which look at each node under its own lock after the shard locks are
+ * dropped: a node's lock is taken before a shard lock, never after. */
+int sfs_nodes_all(struct sfs_node ***out, size_t *count)
 {
-	struct sfs_node_name *v = NULL;
+	struct sfs_node **v = NULL, **nv;
 	size_t n = 0, cap = 0;
-	int ret = 0;
 
-	for (int i = 0; ret == 0 && i < SHARDS; i++) {
-		pthread_mutex_lock(&shards[i].lock);
-		for (size_t b = 0; ret == 0 && b < shards[i].nbuckets; b++) {
-			for (struct sfs_node *nd = shards[i].buckets[b]; nd && ret == 0; nd = nd->hnext) {
-				if (n == cap) {
-					size_t nc = cap ? cap * 2 : 256;
-					struct sfs_node_name *nv = realloc(v, nc * sizeof(*v));
-
-					if (!nv) {
-						ret = -ENOMEM;
-						break;
-					}
-					v = nv;
-					cap = nc;
-				}
-				pthread_mutex_lock(&nd->lock);
-				v[n].parent = nd->parent ? sfs_node_id(nd->parent) : 0;
-				v[n].self = sfs_node_id(nd);
-				v[n].name = nd->name ? strdup(nd->name) : NULL;
-				pthread_mutex_unlock(&nd->lock);
-				if (v[n].parent && v[n].name)
-					n++;
-				else
-					free(v[n].name);
-			}
-		}
-		pthread_mutex_unlock(&shards[i].lock);
-	}
-	*out = v;
-	*count = n;
-	return ret;
-}
-
-void sfs_nodes_each(void (*fn)(struct sfs_node *n, void *arg), void *arg)
-{
-	for (int i = 0; i < SHARDS; i++) {
-		pthread_mutex_lock(&shards[i].lock);
-		for (size_t b = 0; b < shards[i].nbuckets; b++)
-			for (struct sfs_node *nd = shards[i].buckets[b]; nd; nd = nd->hnext)
-				fn(nd, arg);
-		pthread_mutex_unlock(&shards[i].lock);
-	}
-}
-
-static int by_parent(const void *a, const void *b)
-{
-	const struct sfs_node_name *x = a, *y = b;
-
-	return x->parent < y->parent ? -1 : x->parent > y->parent;
-}
-
-/* Under the shard lock: whether nd is at one of want's places (sorted
- * by parent); the index, or -1. */
-static long place_of(struct sfs_node *nd, const struct sfs_node_name *want, size_t n)
-{
-	struct sfs_node_name key = { 0 };
-	const struct sfs_node_name *hit;
-	long ret = -1;
-
-	pthread_mutex_lock(&nd->lock);
-	key.parent = nd->parent ? sfs_node_id(nd->parent) : 0;
-	hit = key.parent && nd->name ? bsearch(&key, want, n, sizeof(*want), by_parent) : NULL;
-	/* back to the first of that parent, then each of its names */
-	while (hit && hit > want && hit[-1].parent == key.parent)
-		hit--;
-	for (; hit && hit < want + n && hit->parent == key.parent; hit++)
-		if (!strcmp(hit->name, nd->name)) {
-			ret = hit - want;
-			break;
-		}
-	pthread_mutex_unlock(&nd->lock);
-	return ret;
-}
-
-/* One pass over the table for a batch of places (coherent_apply.c):
- * sorting them keeps it one pass, not one per place. */
-int sfs_nodes_at(const struct sfs_node_name *want, size_t n, struct sfs_node **found)
-{
-	struct sfs_node_name *w = malloc(n * sizeof(*w));
-
-	if (!w)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		w[i] = want[i];
-		w[i].self = i; /* where its answer goes */
-		found[i] = NULL;
-	}
-	qsort(w, n, sizeof(*w), by_parent);
 	for (int i = 0; i < SHARDS; i++) {
 		pthread_mutex_lock(&shards[i].lock);
 		for (size_t b = 0; b < shards[i].nbuckets; b++)
 			for (struct sfs_node *nd = shards[i].buckets[b]; nd; nd = nd->hnext) {
-				long k = place_of(nd, w, n);
-
-				if (k >= 0 && !found[w[k].self]) {
-					nd->refs++;
-					found[w[k].self] = nd;
+				if (n == cap) {
+					cap = cap ? cap * 2 : 256;
+					nv = realloc(v, cap * sizeof(*v));
+					if (!nv) {
+						pthread_mutex_unlock(&shards[i].lock);
+						goto fail;
+					}
+					v = nv;
 				}
+				nd->refs++;
+				v[n++] = nd;
 			}
 		pthread_mutex_unlock(&shards[i].lock);
 	}
-	free(w);
+	*out = v;
+	*count = n;
 	return 0;
+fail:
+	sfs_nodes_put(v, n);
+	return -ENOMEM;
+}
+
+void sfs_nodes_put(struct sfs_node **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		sfs_node_unref(v[i]);
+	free(v);
 }
 
 /* nfs_export=on, when the loop has ended (no request in flight): every

@@ -184,8 +184,11 @@ struct sfs_node_name {
 	fuse_ino_t self;          /* the node's own id */
 };
 int sfs_nodes_names(struct sfs_node_name **out, size_t *count);
-/* Calls fn with every cached node but the root, under its shard's lock:
- * fn may take the node's lock and nothing else. */
+/* Every cached node but the root, referenced (node.c); given back. */
+int sfs_nodes_all(struct sfs_node ***out, size_t *count);
+void sfs_nodes_put(struct sfs_node **v, size_t n);
+/* Calls fn with every cached node but the root, holding a reference and
+ * no lock (node_walk.c). */
 void sfs_nodes_each(void (*fn)(struct sfs_node *n, void *arg), void *arg);
 /* found[i]: the cached node whose place is want[i] (parent and name;
  * self ignored), referenced, or NULL. One pass over the table. */
