@@ -13,6 +13,7 @@
  * mount), the same thread reads inotify watches of the cached
  * directories instead (coherent_inotify.c). */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
@@ -190,10 +191,13 @@ static int open_dir(const struct fanotify_event_info_fid *fid)
 	return fd;
 }
 
-/* One event's directory and name into ev: 1, or 0 to skip it. */
-static int parse_one(const struct fanotify_event_metadata *md, struct sfs_coh_ev *ev)
+/* One event's directory and name into ev: 1, or 0 to skip it. md is
+ * the event's header copied out, raw the event's bytes in the buffer
+ * (its info records are 4-byte aligned, as they need). */
+static int parse_one(const struct fanotify_event_metadata *md, const char *raw,
+		     struct sfs_coh_ev *ev)
 {
-	const char *p = (const char *)(md + 1), *end = (const char *)md + md->event_len;
+	const char *p = raw + md->metadata_len, *end = raw + md->event_len;
 
 	while (p + sizeof(struct fanotify_event_info_header) <= end) {
 		const struct fanotify_event_info_fid *fid = (const void *)p;
@@ -251,37 +255,47 @@ static void drain_inotify(int fd, char *buf, struct sfs_coh_ev *ev)
 	}
 }
 
-/* Reads what is queued and applies it, batch by batch. */
+/* Reads what is queued and applies it, batch by batch. An event's header
+ * is copied out before it is read: events follow each other at 4-byte
+ * boundaries, and the header holds a 64-bit field (UBSan: a misaligned
+ * access, undefined). */
 static void drain(char *buf, struct sfs_coh_ev *ev)
 {
+	const size_t hlen = FAN_EVENT_METADATA_LEN;
 	pid_t self = getpid();
 	ssize_t len;
 
 	while ((len = read(coh.fan, buf, COH_BUF)) > 0) {
-		const struct fanotify_event_metadata *md = (const void *)buf;
+		struct fanotify_event_metadata md;
 		bool overflow = false;
-		size_t n = 0;
+		size_t n = 0, off = 0;
 
-		for (; FAN_EVENT_OK(md, len) && n < COH_BATCH; md = FAN_EVENT_NEXT(md, len)) {
-			if (md->vers != FANOTIFY_METADATA_VERSION)
+		for (; off + hlen <= (size_t)len && n < COH_BATCH; off += md.event_len) {
+			memcpy(&md, buf + off, hlen);
+			if (md.event_len < hlen || md.event_len > (size_t)len - off ||
+			    md.metadata_len < hlen || md.metadata_len > md.event_len ||
+			    md.vers != FANOTIFY_METADATA_VERSION)
 				break;
 			atomic_fetch_add_explicit(&sfs_coh_stats.events, 1, memory_order_relaxed);
-			if (md->mask & FAN_Q_OVERFLOW)
+			if (md.mask & FAN_Q_OVERFLOW)
 				overflow = true;
 			/* the daemon's own changes (rw branches on the same
 			 * filesystem) are known to it already */
-			else if (md->pid != self && parse_one(md, &ev[n]))
+			else if (md.pid != self && parse_one(&md, buf + off, &ev[n]))
 				n++;
 		}
-		if (FAN_EVENT_OK(md, len))
-			overflow = true; /* more than a batch: not expected, never dropped */
+		if (off + hlen <= (size_t)len)
+			overflow = true; /* more than a batch, or not understood: never dropped */
 		apply(ev, n, overflow);
 	}
 }
 
 static void *watcher(void *arg)
 {
-	char *buf = aligned_alloc(sizeof(struct fanotify_event_metadata) * 8, COH_BUF);
+	/* aligned for the records read into it (both kinds hold 64-bit
+	 * fields); an alignment must be a power of two (it was 192: ASan
+	 * refused it, and C11 leaves it undefined) */
+	char *buf = aligned_alloc(_Alignof(max_align_t), COH_BUF);
 	struct sfs_coh_ev *ev = calloc(COH_BATCH, sizeof(*ev));
 	int fd = coh.fan >= 0 ? coh.fan : sfs_cohino_fd();
 	struct pollfd p[2] = { { .fd = fd, .events = POLLIN },
