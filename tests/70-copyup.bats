@@ -511,7 +511,7 @@ lower_unchanged() {
 	head -c $((24 * 1024 * 1024)) /dev/urandom >"$LO/big"
 	sfs_snapshot "$LO"
 	UP=$small/up
-	cu_mount
+	cu_mount metacopy=on
 	run bash -c "echo x >>'$MNT/big'"
 	assert_failure
 	assert_output --partial "No space left on device"

@@ -84,7 +84,7 @@ PY
 	for f in chmod chown utimes setxattr setfacl chattr; do
 		cp "$LO/big" "$LO/$f"
 	done
-	sfs_mount "$UP:$LO=ro" "$MNT"
+	sfs_mount "$UP:$LO=ro" "$MNT" metacopy=on
 	chmod 0600 "$MNT/chmod"
 	chown 1000:1000 "$MNT/chown"
 	touch -h -d '2001-02-03 04:05:06' "$MNT/utimes"
@@ -114,7 +114,7 @@ PY
 }
 
 @test "the first write brings the data in and the mark goes; an O_TRUNC open copies nothing" {
-	sfs_mount "$UP:$LO=ro" "$MNT"
+	sfs_mount "$UP:$LO=ro" "$MNT" metacopy=on
 	chmod 0600 "$MNT/big" "$MNT/small"
 	is_metacopy "$UP/big" && no_data "$UP/big"
 	# a reader opened before the write follows it
@@ -138,7 +138,7 @@ PY
 }
 
 @test "truncate of a metacopy keeps the lower bytes it keeps" {
-	sfs_mount "$UP:$LO=ro" "$MNT"
+	sfs_mount "$UP:$LO=ro" "$MNT" metacopy=on
 	chmod 0600 "$MNT/big"
 	is_metacopy "$UP/big" && no_data "$UP/big"
 	truncate -s 1000 "$MNT/big"
@@ -151,7 +151,7 @@ PY
 @test "rename of a metacopy brings its data in first, then reads the lower bytes at the new name" {
 	mkdir "$LO/d"
 	cp "$LO/big" "$LO/d/f"
-	sfs_mount "$UP:$LO=ro" "$MNT"
+	sfs_mount "$UP:$LO=ro" "$MNT" metacopy=on
 	chmod 0600 "$MNT/big" "$MNT/d/f"
 	is_metacopy "$UP/big" && is_metacopy "$UP/d/f"
 	mv "$MNT/big" "$MNT/moved"
@@ -159,7 +159,7 @@ PY
 	cmp "$MNT/moved" "$LO/big"
 	cmp "$MNT/f2" "$LO/d/f"
 	"$SFS" umount "$MNT"
-	sfs_mount "$UP:$LO=ro" "$MNT"
+	sfs_mount "$UP:$LO=ro" "$MNT" metacopy=on
 	cmp "$MNT/moved" "$LO/big"
 	cmp "$MNT/f2" "$LO/d/f"
 	[[ $(stat -c %a "$MNT/moved") == 600 ]]
@@ -168,7 +168,7 @@ PY
 
 @test "hard links: a lower file with several names copies whole (one copy for all); a link of a metacopy brings its data in" {
 	ln "$LO/big" "$LO/big2"
-	sfs_mount "$UP:$LO=ro" "$MNT"
+	sfs_mount "$UP:$LO=ro" "$MNT" metacopy=on
 	chmod 0600 "$MNT/big"
 	! is_metacopy "$UP/big" || fail "a linked lower file became a metacopy"
 	[[ $(stat -c %a "$MNT/big2") == 600 ]]
@@ -180,18 +180,18 @@ PY
 	assert_output $'small\nsmall'
 	"$SFS" umount "$MNT"
 	! is_metacopy "$UP/small" || fail "a linked metacopy stayed one"
-	sfs_mount "$UP:$LO=ro" "$MNT"
+	sfs_mount "$UP:$LO=ro" "$MNT" metacopy=on
 	run -0 cat "$MNT/small2"
 	assert_output small
 	[[ $(stat -c %i "$MNT/small") == $(stat -c %i "$MNT/small2") ]]
 }
 
 @test "a metacopy keeps reading its data across remount, and keeps its inode number" {
-	sfs_mount "$UP:$LO=ro" "$MNT"
+	sfs_mount "$UP:$LO=ro" "$MNT" metacopy=on
 	chmod 0600 "$MNT/big"
 	ino=$(stat -c %i "$MNT/big")
 	"$SFS" umount "$MNT"
-	sfs_mount "$UP:$LO=ro" "$MNT"
+	sfs_mount "$UP:$LO=ro" "$MNT" metacopy=on
 	is_metacopy "$UP/big" && no_data "$UP/big"
 	readers "$MNT/big" "$LO/big"
 	[[ $(stat -c %i "$MNT/big") == "$ino" ]]
@@ -203,13 +203,13 @@ PY
 	echo in-b >"$B/f"
 	echo also-b >"$B/g"
 	echo other-a >"$A/g"
-	sfs_mount "$UP:$A=ro:$B=ro" "$MNT"
+	sfs_mount "$UP:$A=ro:$B=ro" "$MNT" metacopy=on
 	chmod 0600 "$MNT/f"
 	run -0 cat "$MNT/f"
 	assert_output in-b
 	"$SFS" umount "$MNT"
 	# g is chowned while B is on top: its data is B's g
-	sfs_mount "$UP:$B=ro:$A=ro" "$MNT" "log=$LOG"
+	sfs_mount "$UP:$B=ro:$A=ro" "$MNT" "metacopy=on,log=$LOG"
 	run -0 cat "$MNT/f"
 	assert_output in-b
 	chown 1000 "$MNT/g"
@@ -217,7 +217,7 @@ PY
 	assert_output also-b
 	"$SFS" umount "$MNT"
 	# the first order again: A's g shows at the name, not the file it was
-	sfs_mount "$UP:$A=ro:$B=ro" "$MNT" "log=$LOG"
+	sfs_mount "$UP:$A=ro:$B=ro" "$MNT" "metacopy=on,log=$LOG"
 	run -0 cat "$MNT/f"
 	assert_output in-b
 	run cat "$MNT/g"
@@ -225,11 +225,11 @@ PY
 }
 
 @test "a metacopy whose data was removed offline reads as EIO, never zeros, and fsck reports it" {
-	sfs_mount "$UP:$LO=ro" "$MNT"
+	sfs_mount "$UP:$LO=ro" "$MNT" metacopy=on
 	chmod 0600 "$MNT/small" "$MNT/big"
 	"$SFS" umount "$MNT"
 	rm "$LO/small"
-	sfs_mount "$UP:$LO=ro" "$MNT" "log=$LOG"
+	sfs_mount "$UP:$LO=ro" "$MNT" "metacopy=on,log=$LOG"
 	[[ $(stat -c %a "$MNT/small") == 600 ]]
 	run cat "$MNT/small"
 	[[ $output == *"Input/output error"* ]] || fail "cat said: $output"
@@ -243,13 +243,13 @@ PY
 }
 
 @test "a lower file replaced offline (another inode at the name): the metacopy reads EIO and fsck reports it" {
-	sfs_mount "$UP:$LO=ro" "$MNT"
+	sfs_mount "$UP:$LO=ro" "$MNT" metacopy=on
 	chmod 0600 "$MNT/small"
 	"$SFS" umount "$MNT"
 	rm "$LO/small"
 	echo replaced >"$LO/other"
 	mv "$LO/other" "$LO/small"
-	sfs_mount "$UP:$LO=ro" "$MNT"
+	sfs_mount "$UP:$LO=ro" "$MNT" metacopy=on
 	run cat "$MNT/small"
 	[[ $output == *"Input/output error"* ]] || fail "cat said: $output"
 	"$SFS" umount "$MNT"
@@ -269,7 +269,7 @@ PY
 @test "kernel overlayfs (metacopy=on) reads a whiteout=overlay upper of stackfs's metacopies as stackfs does" {
 	W=$T/work
 	mkdir "$W"
-	sfs_mount "$UP:$LO=ro" "$MNT" whiteout=overlay
+	sfs_mount "$UP:$LO=ro" "$MNT" metacopy=on,whiteout=overlay
 	chmod 0600 "$MNT/big"
 	chown 1000:1000 "$MNT/small"
 	"$SFS" umount "$MNT"
@@ -289,7 +289,7 @@ PY
 }
 
 @test "commit and diff --format=oci of stackfs's metacopies carry the full data" {
-	sfs_mount "$UP:$LO=ro" "$MNT"
+	sfs_mount "$UP:$LO=ro" "$MNT" metacopy=on
 	chmod 0600 "$MNT/big"
 	chown 1000:1000 "$MNT/small"
 	"$SFS" umount "$MNT"
@@ -323,9 +323,17 @@ PY
 	chmod 0644 "$U/f"
 	setfattr -n user.stackfs.metacopy "$U/f"
 	setfattr -n user.overlay.metacopy "$U/f"
-	sfs_mount "$UP:$U:$LO=ro" "$MNT"
+	sfs_mount "$UP:$U:$LO=ro" "$MNT" metacopy=on
 	run -0 od -An -c "$MNT/f"
 	[[ $output != *s*e*c*r*e*t* ]] || fail "the lower's data showed: $output"
+}
+
+@test "by default (off for now: NOTES) a chmod copies the whole file" {
+	sfs_mount "$UP:$LO=ro" "$MNT"
+	chmod 0600 "$MNT/big"
+	"$SFS" umount "$MNT"
+	! is_metacopy "$UP/big" || fail "marked"
+	cmp "$UP/big" "$LO/big"
 }
 
 @test "-o metacopy=off: a chmod copies the whole file" {
