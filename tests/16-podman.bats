@@ -183,19 +183,21 @@ pm_compare() {
 }
 
 @test "podman commit, diff and cp of a container whose changes are on stackfs" {
-	pm run --name c1 --pull=never "$PM_IMG" sh -ec 'echo c >/data/c; rm /data/del; rm -rf /data/gone; echo m >>/data/modify' ||
+	# (a name with letters beyond hex: podman diff takes an image too,
+	# and "c1" was the prefix of the built image's id in one run)
+	pm run --name sfs-ctr --pull=never "$PM_IMG" sh -ec 'echo c >/data/c; rm /data/del; rm -rf /data/gone; echo m >>/data/modify' ||
 		fail "podman run failed"
-	run -0 pm diff c1
+	run -0 pm diff sfs-ctr
 	local want
 	for want in "A /data/c" "D /data/del" "D /data/gone" "C /data/modify"; do
 		[[ $output == *"$want"* ]] || fail "podman diff lacks '$want': $output"
 	done
 	[[ $output != *.stackfs* ]] || fail "podman diff shows the union's metadata directory: $output"
 	echo from-host >"$BATS_TEST_TMPDIR/hostfile"
-	run -0 pm cp "$BATS_TEST_TMPDIR/hostfile" c1:/data/fromhost
-	run -0 pm cp c1:/data/modify "$BATS_TEST_TMPDIR/out"
+	run -0 pm cp "$BATS_TEST_TMPDIR/hostfile" sfs-ctr:/data/fromhost
+	run -0 pm cp sfs-ctr:/data/modify "$BATS_TEST_TMPDIR/out"
 	[[ $(<"$BATS_TEST_TMPDIR/out") == $'modify\nm' ]] || fail "podman cp out: $(<"$BATS_TEST_TMPDIR/out")"
-	run -0 pm commit c1 localhost/sfs-commit:1
+	run -0 pm commit sfs-ctr localhost/sfs-commit:1
 	pm_run localhost/sfs-commit:1 sh -c 'cat /data/c /data/fromhost /data/modify; ls /data'
 	((status == 0)) || fail "exit $status: $stderr"
 	[[ $output == $'c\nfrom-host\nmodify\nm\n'* ]] || fail "committed image: $output"

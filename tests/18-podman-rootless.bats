@@ -240,7 +240,7 @@ rp_layer() {
 }
 
 @test "rootless podman: the container's upper is hers with user.stackfs.* records; a user in the container (allow_other), setuid, chown within her ranges; diff, commit and cp" {
-	run --separate-stderr rp run --name c1 --pull=never "$RP_IMG" sh -ec '
+	run --separate-stderr rp run --name sfs-ctr --pull=never "$RP_IMG" sh -ec '
 		mv /data/mvd /data/moved && echo c >/data/c && rm /data/del && rm -rf /data/gone
 		chown 1000:1000 /data/c && echo m >>/data/modify
 		if chown 70000 /data/keep 2>/dev/null; then echo "chown 70000 worked"; exit 1; fi
@@ -248,7 +248,7 @@ rp_layer() {
 	((status == 0)) || fail "exit $status: $stderr $output"
 	assert_output $'1000\nkeep\nuid=1000 euid=0'
 	local up
-	up=$(rp inspect --format '{{.GraphDriver.Data.UpperDir}}' c1 2>/dev/null)
+	up=$(rp inspect --format '{{.GraphDriver.Data.UpperDir}}' sfs-ctr 2>/dev/null)
 	[[ -d $up ]] || fail "no upper directory: '$up'"
 	# on disk: the namespace's root is her uid, its 1000 her subordinate
 	# 100x; the union's records are user.* attributes, none trusted.*
@@ -260,13 +260,13 @@ rp_layer() {
 	assert_output /data/mvd
 	run -0 getfattr --absolute-names -R -d -m - "$up"
 	refute_output --partial trusted.
-	run -0 rp diff c1
+	run -0 rp diff sfs-ctr
 	local want
 	for want in "A /data/c" "D /data/del" "D /data/gone" "C /data/modify" "A /data/moved" "D /data/mvd"; do
 		[[ $output == *"$want"* ]] || fail "podman diff lacks '$want': $output"
 	done
 	[[ $output != *.stackfs* ]] || fail "podman diff shows the union's metadata directory: $output"
-	run -0 rp commit c1 localhost/sfs-rl-commit:1
+	run -0 rp commit sfs-ctr localhost/sfs-rl-commit:1
 	rp_run localhost/sfs-rl-commit:1 sh -c 'cat /data/c /data/modify /data/mine /data/moved/in/m; stat -c "%u:%g" /data/c; ls /data'
 	((status == 0)) || fail "exit $status: $stderr"
 	[[ $output == $'c\nmodify\nm\nmine\ny\nm\n1000:1000\n'* ]] || fail "committed image: $output"
@@ -274,10 +274,10 @@ rp_layer() {
 	# podman cp out of the container and into it (its upper, on stackfs)
 	echo into >"$RP_HOME/cpin"
 	chown "$RP_USER:" "$RP_HOME/cpin"
-	run -0 rp cp c1:/data/c "$RP_HOME/cpout"
+	run -0 rp cp sfs-ctr:/data/c "$RP_HOME/cpout"
 	[[ $(cat "$RP_HOME/cpout") == c ]] || fail "podman cp out gave: $(cat "$RP_HOME/cpout")"
-	run -0 rp cp "$RP_HOME/cpin" c1:/data/cpin
-	run -0 rp diff c1
+	run -0 rp cp "$RP_HOME/cpin" sfs-ctr:/data/cpin
+	run -0 rp diff sfs-ctr
 	[[ $output == *"A /data/cpin"* ]] || fail "what podman cp put in is not in the diff: $output"
 	[[ $(cat "$up/data/cpin") == into ]] || fail "podman cp in did not land in the upper"
 	# a user of the container may not write root's 0644 file
