@@ -25,13 +25,6 @@
 
 /* ------------------------------------------------------------ bytes */
 
-static void jput16(uint8_t *p, uint16_t v) { v = htole16(v); memcpy(p, &v, 2); }
-static void jput32(uint8_t *p, uint32_t v) { v = htole32(v); memcpy(p, &v, 4); }
-static void jput64(uint8_t *p, uint64_t v) { v = htole64(v); memcpy(p, &v, 8); }
-static uint16_t jget16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return le16toh(v); }
-static uint32_t jget32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return le32toh(v); }
-static uint64_t jget64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return le64toh(v); }
-
 static bool jzeros(const uint8_t *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -89,11 +82,11 @@ static int jenvelope(const uint8_t *b, size_t len, size_t head, const char *magi
 		return jbad(err, errlen, what, "truncated");
 	if (memcmp(b, magic, 8))
 		return jbad(err, errlen, what, "bad magic");
-	if (jget32(b + len - 4) != sfs_crc32c(0, b, len - 4))
+	if (sfs_le_get32(b + len - 4) != sfs_crc32c(0, b, len - 4))
 		return jbad(err, errlen, what, "checksum mismatch");
-	if (jget32(b + 8) != JNL_VERSION) {
+	if (sfs_le_get32(b + 8) != JNL_VERSION) {
 		snprintf(err, errlen, "%s has format version %u (this stackfs knows %u)", what,
-			 jget32(b + 8), JNL_VERSION);
+			 sfs_le_get32(b + 8), JNL_VERSION);
 		return -EPROTONOSUPPORT;
 	}
 	return 0;
@@ -117,19 +110,19 @@ int sfs_jnl_encode(const struct sfs_journal *j, uint8_t **buf, size_t *len)
 	if (!b)
 		return -ENOMEM;
 	memcpy(b, JNL_MAGIC, 8);
-	jput32(b + 8, JNL_VERSION);
-	jput32(b + 12, j->phase);
-	jput32(b + 16, j->flags);
-	jput32(b + 20, j->pid);
-	jput32(b + 24, (uint32_t)j->nmv);
-	jput16(b + 28, (uint16_t)ll);
-	jput16(b + 30, (uint16_t)sl);
+	sfs_le_put32(b + 8, JNL_VERSION);
+	sfs_le_put32(b + 12, j->phase);
+	sfs_le_put32(b + 16, j->flags);
+	sfs_le_put32(b + 20, j->pid);
+	sfs_le_put32(b + 24, (uint32_t)j->nmv);
+	sfs_le_put16(b + 28, (uint16_t)ll);
+	sfs_le_put16(b + 30, (uint16_t)sl);
 	memcpy(b + 32, j->lower_fs_uuid, 16);
-	jput64(b + 48, j->lower_ino);
-	jput64(b + 56, (uint64_t)j->rw_times[0].tv_sec);
-	jput32(b + 64, (uint32_t)j->rw_times[0].tv_nsec);
-	jput32(b + 68, (uint32_t)j->rw_times[1].tv_nsec);
-	jput64(b + 72, (uint64_t)j->rw_times[1].tv_sec);
+	sfs_le_put64(b + 48, j->lower_ino);
+	sfs_le_put64(b + 56, (uint64_t)j->rw_times[0].tv_sec);
+	sfs_le_put32(b + 64, (uint32_t)j->rw_times[0].tv_nsec);
+	sfs_le_put32(b + 68, (uint32_t)j->rw_times[1].tv_nsec);
+	sfs_le_put64(b + 72, (uint64_t)j->rw_times[1].tv_sec);
 	p = b + JNL_HEAD;
 	memcpy(p, j->lower, ll);
 	memcpy(p + ll, j->stage, sl);
@@ -137,14 +130,14 @@ int sfs_jnl_encode(const struct sfs_journal *j, uint8_t **buf, size_t *len)
 	for (size_t i = 0; i < j->nmv; i++) {
 		size_t a = strlen(j->mv[i].src), d = strlen(j->mv[i].dst);
 
-		jput64(p, j->mv[i].ino);
-		jput16(p + 8, (uint16_t)a);
-		jput16(p + 10, (uint16_t)d);
+		sfs_le_put64(p, j->mv[i].ino);
+		sfs_le_put16(p + 8, (uint16_t)a);
+		sfs_le_put16(p + 10, (uint16_t)d);
 		memcpy(p + JNL_MOVE, j->mv[i].src, a);
 		memcpy(p + JNL_MOVE + a, j->mv[i].dst, d);
 		p += JNL_MOVE + a + d;
 	}
-	jput32(p, sfs_crc32c(0, b, n - 4));
+	sfs_le_put32(p, sfs_crc32c(0, b, n - 4));
 	*buf = b;
 	*len = n;
 	return 0;
@@ -172,14 +165,14 @@ static int parse_moves(const uint8_t *p, size_t left, struct sfs_journal *j, cha
 
 		if (left < JNL_MOVE)
 			return jbad(err, errlen, what, "truncated");
-		a = jget16(p + 8);
-		d = jget16(p + 10);
-		if (jget32(p + 12) || left < JNL_MOVE + a + d)
+		a = sfs_le_get16(p + 8);
+		d = sfs_le_get16(p + 10);
+		if (sfs_le_get32(p + 12) || left < JNL_MOVE + a + d)
 			return jbad(err, errlen, what, "a move record is out of bounds");
 		if (!path_ok((const char *)p + JNL_MOVE, a) ||
 		    !path_ok((const char *)p + JNL_MOVE + a, d))
 			return jbad(err, errlen, what, "a moved directory's path is not a plain path");
-		j->mv[i].ino = jget64(p);
+		j->mv[i].ino = sfs_le_get64(p);
 		j->mv[i].src = strndup((const char *)p + JNL_MOVE, a);
 		j->mv[i].dst = strndup((const char *)p + JNL_MOVE + a, d);
 		if (!j->mv[i].src || !j->mv[i].dst)
@@ -202,26 +195,26 @@ int sfs_jnl_parse(const void *buf, size_t len, struct sfs_journal *j, char *err,
 	ret = jenvelope(b, len, JNL_HEAD, JNL_MAGIC, what, err, errlen);
 	if (ret < 0)
 		return ret;
-	j->phase = jget32(b + 12);
-	j->flags = jget32(b + 16);
-	j->pid = jget32(b + 20);
-	j->nmv = jget32(b + 24);
-	ll = jget16(b + 28);
-	sl = jget16(b + 30);
+	j->phase = sfs_le_get32(b + 12);
+	j->flags = sfs_le_get32(b + 16);
+	j->pid = sfs_le_get32(b + 20);
+	j->nmv = sfs_le_get32(b + 24);
+	ll = sfs_le_get16(b + 28);
+	sl = sfs_le_get16(b + 30);
 	if ((j->phase != SFS_JNL_MOVING && j->phase != SFS_JNL_APPLIED) ||
 	    (j->flags & ~SFS_JNL_KNOWN_FLAGS) || j->nmv > SFS_JNL_MAX_MOVES ||
-	    !jzeros(b + 80, JNL_HEAD - 80) || jget32(b + 64) >= 1000000000u ||
-	    jget32(b + 68) >= 1000000000u)
+	    !jzeros(b + 80, JNL_HEAD - 80) || sfs_le_get32(b + 64) >= 1000000000u ||
+	    sfs_le_get32(b + 68) >= 1000000000u)
 		return jbad(err, errlen, what, "a field is out of range");
 	if (len < JNL_HEAD + ll + sl + 4 || !path_ok((const char *)b + JNL_HEAD, ll) ||
 	    !stage_ok((const char *)b + JNL_HEAD + ll, sl))
 		return jbad(err, errlen, what, "the lower branch or staging name is not valid");
 	memcpy(j->lower_fs_uuid, b + 32, 16);
-	j->lower_ino = jget64(b + 48);
-	j->rw_times[0].tv_sec = (time_t)jget64(b + 56);
-	j->rw_times[0].tv_nsec = jget32(b + 64);
-	j->rw_times[1].tv_nsec = jget32(b + 68);
-	j->rw_times[1].tv_sec = (time_t)jget64(b + 72);
+	j->lower_ino = sfs_le_get64(b + 48);
+	j->rw_times[0].tv_sec = (time_t)sfs_le_get64(b + 56);
+	j->rw_times[0].tv_nsec = sfs_le_get32(b + 64);
+	j->rw_times[1].tv_nsec = sfs_le_get32(b + 68);
+	j->rw_times[1].tv_sec = (time_t)sfs_le_get64(b + 72);
 	j->lower = strndup((const char *)b + JNL_HEAD, ll);
 	j->stage = strndup((const char *)b + JNL_HEAD + ll, sl);
 	j->mv = calloc(j->nmv ? j->nmv : 1, sizeof(*j->mv));
@@ -243,13 +236,13 @@ int sfs_jmark_encode(const struct sfs_jnl_mark *m, uint8_t **buf, size_t *len)
 	if (!b)
 		return -ENOMEM;
 	memcpy(b, MARK_MAGIC, 8);
-	jput32(b + 8, JNL_VERSION);
-	jput16(b + 12, (uint16_t)pl);
+	sfs_le_put32(b + 8, JNL_VERSION);
+	sfs_le_put16(b + 12, (uint16_t)pl);
 	memcpy(b + 16, m->rw_uuid, 16);
 	memcpy(b + 32, m->rw_fs_uuid, 16);
-	jput64(b + 48, m->rw_ino);
+	sfs_le_put64(b + 48, m->rw_ino);
 	memcpy(b + MARK_HEAD, m->rw, pl);
-	jput32(b + n - 4, sfs_crc32c(0, b, n - 4));
+	sfs_le_put32(b + n - 4, sfs_crc32c(0, b, n - 4));
 	*buf = b;
 	*len = n;
 	return 0;
@@ -267,12 +260,12 @@ int sfs_jmark_parse(const void *buf, size_t len, struct sfs_jnl_mark *m, char *e
 	ret = jenvelope(b, len, MARK_HEAD, MARK_MAGIC, what, err, errlen);
 	if (ret < 0)
 		return ret;
-	pl = jget16(b + 12);
-	if (jget16(b + 14) || len != MARK_HEAD + pl + 4 || !path_ok((const char *)b + MARK_HEAD, pl))
+	pl = sfs_le_get16(b + 12);
+	if (sfs_le_get16(b + 14) || len != MARK_HEAD + pl + 4 || !path_ok((const char *)b + MARK_HEAD, pl))
 		return jbad(err, errlen, what, "the rw branch's path is not valid");
 	memcpy(m->rw_uuid, b + 16, 16);
 	memcpy(m->rw_fs_uuid, b + 32, 16);
-	m->rw_ino = jget64(b + 48);
+	m->rw_ino = sfs_le_get64(b + 48);
 	m->rw = strndup((const char *)b + MARK_HEAD, pl);
 	return m->rw ? 0 : -ENOMEM;
 }

@@ -12,15 +12,25 @@
 #ifndef SFS_ONDISK_H
 #define SFS_ONDISK_H
 
+#include <endian.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "whiteout/metadir.h"
 
 /* crc32c.c: CRC32C of buf continuing from crc (0 to start). */
 uint32_t sfs_crc32c(uint32_t crc, const void *buf, size_t len);
+
+/* Little-endian fields at any alignment (records are packed bytes). */
+static inline void sfs_le_put16(uint8_t *p, uint16_t v) { v = htole16(v); memcpy(p, &v, 2); }
+static inline void sfs_le_put32(uint8_t *p, uint32_t v) { v = htole32(v); memcpy(p, &v, 4); }
+static inline void sfs_le_put64(uint8_t *p, uint64_t v) { v = htole64(v); memcpy(p, &v, 8); }
+static inline uint16_t sfs_le_get16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return le16toh(v); }
+static inline uint32_t sfs_le_get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return le32toh(v); }
+static inline uint64_t sfs_le_get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return le64toh(v); }
 
 /* Whether n bytes are all zero (reserved fields, an unset UUID). */
 static inline bool sfs_all_zero(const void *buf, size_t n)

@@ -16,48 +16,6 @@
 #define ORIGIN_FIXED 32u                /* bytes before the handle */
 #define ORIGIN_V1_SIZE 24u
 
-static void put16(uint8_t *p, uint16_t v)
-{
-	v = htole16(v);
-	memcpy(p, &v, 2);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(p, &v, 4);
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(p, &v, 8);
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-	uint16_t v;
-
-	memcpy(&v, p, 2);
-	return le16toh(v);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return le32toh(v);
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return le64toh(v);
-}
-
 int sfs_origin_encode(const struct sfs_origin *o, uint8_t *buf, size_t len)
 {
 	size_t n = ORIGIN_FIXED + o->handle_bytes + 4;
@@ -66,12 +24,12 @@ int sfs_origin_encode(const struct sfs_origin *o, uint8_t *buf, size_t len)
 		return -EINVAL;
 	buf[0] = SFS_ORIGIN_VERSION;
 	buf[1] = 0;
-	put16(buf + 2, o->handle_bytes);
-	put32(buf + 4, (uint32_t)o->handle_type);
+	sfs_le_put16(buf + 2, o->handle_bytes);
+	sfs_le_put32(buf + 4, (uint32_t)o->handle_type);
 	memcpy(buf + 8, o->fs_uuid, 16);
-	put64(buf + 24, o->ino);
+	sfs_le_put64(buf + 24, o->ino);
 	memcpy(buf + ORIGIN_FIXED, o->handle, o->handle_bytes);
-	put32(buf + ORIGIN_FIXED + o->handle_bytes,
+	sfs_le_put32(buf + ORIGIN_FIXED + o->handle_bytes,
 	      sfs_crc32c(0, buf, ORIGIN_FIXED + o->handle_bytes));
 	return (int)n;
 }
@@ -90,24 +48,24 @@ int sfs_origin_decode(const void *buf, size_t len, struct sfs_origin *o)
 		if (len != ORIGIN_V1_SIZE || memcmp(b + 1, zero, sizeof(zero)))
 			return -EUCLEAN;
 		o->version = 1;
-		o->dev = get64(b + 8);
-		o->ino = get64(b + 16);
+		o->dev = sfs_le_get64(b + 8);
+		o->ino = sfs_le_get64(b + 16);
 		return 1;
 	}
 	if (b[0] != SFS_ORIGIN_VERSION)
 		return b[0] == 0 ? -EUCLEAN : 0;
 	if (len < ORIGIN_FIXED + 4)
 		return -EUCLEAN;
-	hb = get16(b + 2);
+	hb = sfs_le_get16(b + 2);
 	if (b[1] || hb > SFS_ORIGIN_HANDLE_MAX || len != ORIGIN_FIXED + hb + 4u)
 		return -EUCLEAN;
-	if (get32(b + ORIGIN_FIXED + hb) != sfs_crc32c(0, b, ORIGIN_FIXED + hb))
+	if (sfs_le_get32(b + ORIGIN_FIXED + hb) != sfs_crc32c(0, b, ORIGIN_FIXED + hb))
 		return -EUCLEAN;
 	o->version = SFS_ORIGIN_VERSION;
 	o->handle_bytes = hb;
-	o->handle_type = (int32_t)get32(b + 4);
+	o->handle_type = (int32_t)sfs_le_get32(b + 4);
 	memcpy(o->fs_uuid, b + 8, 16);
-	o->ino = get64(b + 24);
+	o->ino = sfs_le_get64(b + 24);
 	memcpy(o->handle, b + ORIGIN_FIXED, hb);
 	return 1;
 }

@@ -15,34 +15,6 @@
 #define HDR 32
 #define REC_FIXED 20 /* id, parent, name_len, reserved; then name, crc */
 
-static void xn_put32(uint8_t *p, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(p, &v, 4);
-}
-
-static void xn_put64(uint8_t *p, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(p, &v, 8);
-}
-
-static uint32_t xn_get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return le32toh(v);
-}
-
-static uint64_t xn_get64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return le64toh(v);
-}
-
 /* A name of one directory entry: 1..255 bytes, no '/' or NUL, not a dot
  * name. */
 static bool name_ok(const char *name, size_t len)
@@ -64,19 +36,19 @@ int sfs_xnames_encode(const struct sfs_xname *v, size_t n, uint8_t **out, size_t
 	if (!buf)
 		return -ENOMEM;
 	memcpy(buf, SFS_XNAMES_MAGIC, 8);
-	xn_put32(buf + 8, SFS_XNAMES_VERSION);
-	xn_put32(buf + 12, (uint32_t)n);
-	xn_put32(buf + 28, sfs_crc32c(0, buf, 28));
+	sfs_le_put32(buf + 8, SFS_XNAMES_VERSION);
+	sfs_le_put32(buf + 12, (uint32_t)n);
+	sfs_le_put32(buf + 28, sfs_crc32c(0, buf, 28));
 	for (size_t i = 0; i < n; i++) {
 		size_t nl = strlen(v[i].name);
 		uint8_t *r = buf + pos;
 
-		xn_put64(r, v[i].id);
-		xn_put64(r + 8, v[i].parent);
+		sfs_le_put64(r, v[i].id);
+		sfs_le_put64(r + 8, v[i].parent);
 		r[16] = (uint8_t)nl;
 		r[17] = (uint8_t)(nl >> 8);
 		memcpy(r + REC_FIXED, v[i].name, nl);
-		xn_put32(r + REC_FIXED + nl, sfs_crc32c(0, r, REC_FIXED + nl));
+		sfs_le_put32(r + REC_FIXED + nl, sfs_crc32c(0, r, REC_FIXED + nl));
 		pos += REC_FIXED + nl + 4;
 	}
 	*out = buf;
@@ -104,11 +76,11 @@ static long record(const uint8_t *buf, size_t len, size_t pos, struct sfs_xname 
 	if (len - pos < REC_FIXED + nl + 4)
 		return -1;
 	*why = "a record's checksum does not match";
-	if (xn_get32(r + REC_FIXED + nl) != sfs_crc32c(0, r, REC_FIXED + nl))
+	if (sfs_le_get32(r + REC_FIXED + nl) != sfs_crc32c(0, r, REC_FIXED + nl))
 		return -1;
 	*why = "a record has a field out of range";
-	x->id = xn_get64(r);
-	x->parent = xn_get64(r + 8);
+	x->id = sfs_le_get64(r);
+	x->parent = sfs_le_get64(r + 8);
 	if (x->id == 0 || x->parent == 0 || r[18] || r[19] ||
 	    !name_ok((const char *)r + REC_FIXED, nl))
 		return -1;
@@ -128,11 +100,11 @@ int sfs_xnames_parse(const uint8_t *buf, size_t len,
 
 	if (len < HDR || memcmp(buf, SFS_XNAMES_MAGIC, 8))
 		return bad(err, errlen, "no exportnames header", 0);
-	if (xn_get32(buf + 28) != sfs_crc32c(0, buf, 28))
+	if (sfs_le_get32(buf + 28) != sfs_crc32c(0, buf, 28))
 		return bad(err, errlen, "the header's checksum does not match", 0);
-	if (xn_get32(buf + 8) != SFS_XNAMES_VERSION)
+	if (sfs_le_get32(buf + 8) != SFS_XNAMES_VERSION)
 		return bad(err, errlen, "an unknown version", 8);
-	count = xn_get32(buf + 12);
+	count = sfs_le_get32(buf + 12);
 	for (size_t k = 16; k < 28; k++)
 		if (buf[k])
 			return bad(err, errlen, "a reserved field is not zero", k);
