@@ -49,6 +49,10 @@ const struct sfs_optdef sfs_optlist[] = {
 	OURS("nopassthrough", NOPASSTHROUGH, NULL,
 	     "serve reads and writes of upper files by\n"
 	     "requests, not by FUSE passthrough\n"),
+	OURS("uring", URING, NULL,
+	     "requests through FUSE over io_uring (Linux\n"
+	     "6.14+, the fuse module's enable_uring on);\n"
+	     "else, and by default, through /dev/fuse\n"),
 	OURS("trace", TRACE, NULL,
 	     "log every call into a branch (the branch\n"
 	     "seam: operation, branch, path, result)\n"),

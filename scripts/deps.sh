@@ -15,6 +15,7 @@ set -euo pipefail
 # which tests/01-deps.bats read as not provided on a fresh chroot)
 run_pkgs=(
 	build-essential pkg-config libfuse3-dev fuse3 libattr1-dev libacl1-dev
+	liburing-dev
 	util-linux mount kmod apt
 )
 # the suite: bats, the filesystems of its loop images, the probes' tools

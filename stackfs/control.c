@@ -194,6 +194,7 @@ static void do_status(struct reply *r)
 		    o->sync == SFS_SYNC_ALWAYS, sfs_pt_active() ? "on" : "off");
 	else
 		fail(r, ENOMEM, strerror(ENOMEM));
+	out(r, "uring\t%s\n", sfs_uring_active() ? "on" : "off");
 	out(r, "coherent\t%s\n", sfs_coherent_kind());
 	if (sfs_coherent_on())
 		out(r, "coherent_events\t%llu\ncoherent_notifications\t%llu\n"

@@ -175,6 +175,7 @@ static int serve(struct fuse_session *se, const struct sfs_opts *o)
 	}
 	fuse_loop_cfg_set_clone_fd(cfg, 0);
 	ret = fuse_session_loop_mt(se, cfg);
+	sfs_uring_stop();
 	fuse_loop_cfg_destroy(cfg);
 	sfs_coherent_stop();
 	sfs_control_stop();
@@ -235,6 +236,7 @@ static int run(struct fuse_args *args, struct sfs_opts *o)
 	 * explicit -o writeback turns passthrough off */
 	/* the kernel opens backing files for CAP_SYS_ADMIN on the host only:
 	 * a rootless daemon does not ask for passthrough at all */
+	sfs_uring_want(o->uring);
 	if (!ret && sfs_pt_setup(se, !o->nopassthrough && !o->writeback &&
 				 sfs_records_privileged()) < 0) {
 		sfs_errmsg("cannot hook the FUSE device");

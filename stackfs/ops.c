@@ -58,6 +58,10 @@ void sfs_op_init(void *userdata, struct fuse_conn_info *conn)
 	 * xattrs itself (xattrs.c hides them from listings) */
 	if (sfs_m.opts.noacl || sfs_m.opts.noxattrs)
 		want &= ~(unsigned)FUSE_CAP_POSIX_ACL;
+	/* a reply through an io_uring entry is copied into the entry: no
+	 * splice of READ replies into the device */
+	if (sfs_uring_planned())
+		want &= ~(unsigned)(FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
 	conn->want |= want & conn->capable;
 	sfs_readahead_want(conn, sfs_m.opts.readahead_kb);
 	/* exports send lookups of "." and ".." (export_lookup.c): only

@@ -431,6 +431,9 @@ static int flag(struct sfs_opts *o, int key)
 	case SFS_OPTK_NOPASSTHROUGH:
 		o->nopassthrough = 1;
 		break;
+	case SFS_OPTK_URING:
+		o->uring = 1;
+		break;
 	case SFS_OPTK_TRACE:
 		o->trace = 1;
 		break;
@@ -499,6 +502,7 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *out)
 	case SFS_OPTK_ACCEPT_UNCLEAN:
 	case SFS_OPTK_UPGRADE:
 	case SFS_OPTK_NOPASSTHROUGH:
+	case SFS_OPTK_URING:
 	case SFS_OPTK_USERXATTR:
 	case SFS_OPTK_NOACL:
 	case SFS_OPTK_TRACE:

@@ -15,7 +15,11 @@
  * inode, files passed through with files served by requests (the open
  * fails with EIO), and wants one backing file per inode: so a node has
  * one backing id while any of its files passes through, and a file is
- * served by requests while any other of its node is. */
+ * served by requests while any other of its node is.
+ *
+ * The same hooks carry FUSE over io_uring (uring.c): its INIT flag is
+ * negotiated here, and replies to requests that came through a ring entry
+ * go into the entry instead of to the device. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -82,6 +86,7 @@ static struct {
 	uint64_t init_unique;     /* the INIT request being answered */
 	atomic_int active;        /* negotiated, and backing files open */
 	int devfd;                /* /dev/fuse, for the backing ioctls */
+	struct fuse_session *se;
 } pt = { .init_unique = UINT64_MAX, .devfd = -1 };
 
 /* The backing id the open or create reply this thread sends carries. */
@@ -96,19 +101,28 @@ static void see_request(const void *buf, ssize_t n)
 		return;
 	pt.init_unique = h->unique;
 	pt.offered = (in->flags & PT_INIT_EXT) && (in->flags2 & PT_FLAGS2_PASSTHROUGH);
+	sfs_uring_see_init((in->flags & PT_INIT_EXT) ? in->flags2 : 0);
 }
 
-static void patch_init(struct iovec *iov, int count)
+/* Returns whether the reply took io_uring (started once it is written). */
+static bool patch_init(struct iovec *iov, int count)
 {
 	struct pt_init_out *o = iov[1].iov_base;
+	bool uring;
 
 	pt.init_unique = UINT64_MAX;
-	if (count != 2 || iov[1].iov_len < sizeof(*o) || !pt.offered || !pt.wanted)
-		return;
+	if (count != 2 || iov[1].iov_len < sizeof(*o))
+		return false;
+	uring = sfs_uring_patch_init(&o->flags2, o->max_write, o->max_pages);
+	if (uring)
+		o->flags |= PT_INIT_EXT;
+	if (!pt.offered || !pt.wanted)
+		return uring;
 	o->flags |= PT_INIT_EXT;
 	o->flags2 |= PT_FLAGS2_PASSTHROUGH;
 	o->max_stack_depth = PT_MAX_STACK_DEPTH;
 	atomic_store(&pt.active, 1);
+	return uring;
 }
 
 static void patch_open(struct iovec *iov, int count)
@@ -135,16 +149,24 @@ static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
 static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
 {
 	const struct pt_out_header *h = iov[0].iov_base;
+	bool uring = false;
+	ssize_t n;
 
 	(void)userdata;
 	if (h->error == 0 && h->unique != 0) {
 		if (h->unique == pt.init_unique)
-			patch_init(iov, count);
+			uring = patch_init(iov, count);
 		else if (reply_backing >= 0)
 			patch_open(iov, count);
 	}
 	reply_backing = -1;
-	return writev(fd, iov, count);
+	if ((n = sfs_uring_take(iov, count)) >= 0)
+		return n;
+	n = writev(fd, iov, count);
+	/* the kernel takes registrations once it has this reply */
+	if (uring && n >= 0)
+		sfs_uring_start(pt.se, fd);
+	return n;
 }
 
 static ssize_t io_splice_receive(int fdin, off_t *offin, int fdout, off_t *offout,
@@ -171,6 +193,7 @@ int sfs_pt_setup(struct fuse_session *se, bool wanted)
 	};
 
 	pt.wanted = wanted;
+	pt.se = se;
 	pt.devfd = fuse_session_fd(se);
 	return fuse_session_custom_io(se, &io, pt.devfd);
 }

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #include "common/bio.h"
@@ -42,6 +43,7 @@ struct sfs_opts {
 	int upgrade;              /* upgrade an older metadata format */
 	int writeback;            /* the kernel's writeback cache */
 	int nopassthrough;        /* serve all data by requests */
+	int uring;                /* requests through FUSE over io_uring */
 	int trace;                /* log every call into a branch */
 	int coherent;             /* watch the ro branches (coherent.c) */
 	int noacl;                /* no POSIX ACLs in the view */
@@ -515,6 +517,7 @@ struct sfs_stats {
 	atomic_uint_fast64_t whiteouts;
 	atomic_uint_fast64_t open_files;
 	atomic_uint_fast64_t passthrough_opens;
+	atomic_uint_fast64_t uring_requests;
 	atomic_uint_fast64_t node_fd_reopens;   /* stacks reopened by handle */
 	atomic_uint_fast64_t errors[SFS_STATS_ERRNO_MAX];   /* failures */
 	atomic_uint_fast64_t answers[SFS_STATS_ERRNO_MAX];  /* expected answers */
@@ -676,6 +679,31 @@ void sfs_pt_open(struct sfs_file *f, bool writable);
 void sfs_pt_release(struct sfs_file *f);
 /* The open or create reply this thread sends next is f's (NULL: none). */
 void sfs_pt_reply_with(const struct sfs_file *f);
+
+/* ---- uring.c: FUSE over io_uring, a transport beside /dev/fuse -------- */
+/* Whether the options allow it (before the loop). */
+void sfs_uring_want(bool wanted);
+/* The INIT request's flags2: does the kernel offer it? */
+void sfs_uring_see_init(uint32_t flags2);
+/* Offered and allowed: the INIT reply will take it (sfs_op_init turns
+ * splice off then: ring replies are copied into the entry). */
+bool sfs_uring_planned(void);
+/* Adds the flag to the INIT reply's flags2 when planned; notes the
+ * largest payload. Returns whether it did. */
+bool sfs_uring_patch_init(uint32_t *flags2, uint32_t max_write, uint16_t max_pages);
+/* After that INIT reply is written: registers the entries, one thread each. */
+void sfs_uring_start(struct fuse_session *se, int devfd);
+/* After the loop: waits (at most 5 s) until no ring thread serves. */
+void sfs_uring_stop(void);
+/* Whether ring entries serve requests. */
+bool sfs_uring_active(void);
+/* A reply to a request that came through a ring entry goes into the
+ * entry: returns the bytes taken, or -1 for a reply the device takes. */
+ssize_t sfs_uring_take(const struct iovec *iov, int count);
+/* Where a reply of up to len bytes of data may be built in place: the
+ * payload of the ring entry this thread serves, or NULL (no entry, or
+ * too small). A reply naming it is not copied. */
+char *sfs_uring_reply_room(size_t len);
 
 /* ---- readahead.c: the readahead window of the mount -------------------- */
 #define SFS_READAHEAD_DEFAULT_KIB 512u

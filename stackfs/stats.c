@@ -90,6 +90,7 @@ int sfs_stats_format(char *buf, size_t len)
 	int n = snprintf(buf, len,
 			 "lookups\t%llu\ncopyups\t%llu\ncopyup_bytes\t%llu\n"
 			 "whiteouts\t%llu\nopen_files\t%llu\npassthrough_opens\t%llu\n"
+			 "uring_requests\t%llu\n"
 			 "node_fds\t%llu\nnode_fd_budget\t%u\nnode_fd_reopens\t%llu\n"
 			 "failures\t%llu\nanswers\t%llu\n",
 			 (unsigned long long)get(&sfs_stats.lookups),
@@ -98,6 +99,7 @@ int sfs_stats_format(char *buf, size_t len)
 			 (unsigned long long)get(&sfs_stats.whiteouts),
 			 (unsigned long long)get(&sfs_stats.open_files),
 			 (unsigned long long)get(&sfs_stats.passthrough_opens),
+			 (unsigned long long)get(&sfs_stats.uring_requests),
 			 (unsigned long long)sfs_fdcache_count(),
 			 sfs_fdcache_budget() == ~0u ? 0 : sfs_fdcache_budget(),
 			 (unsigned long long)get(&sfs_stats.node_fd_reopens),

@@ -1,0 +1,430 @@
+/* FUSE over io_uring (kernel 6.14+, `enable_uring` of the fuse module):
+ * requests and replies travel through entries the daemon registers per
+ * CPU with io_uring commands on /dev/fuse, instead of read(2) and
+ * writev(2) on it. A request is served on the CPU that asked, and its
+ * reply and the wait for the next request are one system call.
+ *
+ * Bookworm's libfuse (3.14) predates it, so this is a transport beside
+ * libfuse's session: a ring thread turns the request in its entry back
+ * into the bytes read(2) would have given, hands them to
+ * fuse_session_process_buf, and the device's writev hook (passthrough.c,
+ * which sees every reply) hands replies to ring requests back here
+ * (sfs_uring_take) instead of to the device. /dev/fuse stays: INIT,
+ * FORGET, INTERRUPT and notifications go through it, and all requests
+ * until every CPU's queue has an entry.
+ *
+ * One entry per thread: the kernel gives a request to an entry that
+ * waits for one, and an entry waits only while its thread is idle, so a
+ * slow request (a copy-up) never holds up another on its CPU while that
+ * CPU's queue has another thread. */
+#include <errno.h>
+#include <liburing.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "stackfs/stackfs.h"
+
+/* The kernel's protocol (linux/fuse.h 7.42), beyond libfuse 3.14's. */
+#define UR_FLAGS2_OVER_IO_URING (1u << (41 - 32))
+#define UR_CMD_REGISTER 1u
+#define UR_CMD_COMMIT_AND_FETCH 2u
+#define UR_IN_HEADER 40u  /* struct fuse_in_header */
+#define UR_OUT_HEADER 16u /* struct fuse_out_header */
+#define UR_OP_MAX 128u    /* the op header's area */
+
+struct ur_ent_in_out {
+	uint64_t flags, commit_id;
+	uint32_t payload_sz, padding;
+	uint64_t reserved;
+};
+
+struct ur_header {
+	char in_out[128];
+	char op_in[UR_OP_MAX];
+	struct ur_ent_in_out io;
+};
+
+struct ur_cmd_req {
+	uint64_t flags, commit_id;
+	uint16_t qid;
+	uint8_t padding[6];
+};
+
+/* The payload starts a page into the entry's buffer: the request's two
+ * headers are copied in just before it, so libfuse sees one contiguous
+ * request and a WRITE's data is never copied. */
+#define UR_LEAD 4096u
+
+struct ur_ent {
+	struct ur_header hdr;     /* registered: the kernel writes and reads it */
+	char *buf;                /* UR_LEAD bytes, then the payload */
+	size_t payload_cap;
+	uint16_t qid;
+	struct io_uring ring;
+	pthread_mutex_t lock;
+	pthread_cond_t replied_cv;
+	_Atomic uint64_t unique;  /* the request being served; 0: none */
+	bool replied;
+};
+
+static struct {
+	bool wanted;              /* options allow it */
+	bool offered;             /* the kernel's INIT offered it */
+	bool asked;               /* our INIT reply took it */
+	atomic_int active;        /* entries serve requests */
+	struct fuse_session *se;
+	int devfd;
+	size_t payload_cap;
+	struct ur_ent *ents;
+	unsigned nents, nqueues;
+	atomic_uint running;      /* threads still serving */
+} ur = { .devfd = -1 };
+
+static __thread struct ur_ent *cur;
+
+void sfs_uring_want(bool wanted)
+{
+	ur.wanted = wanted;
+}
+
+void sfs_uring_see_init(uint32_t flags2)
+{
+	ur.offered = (flags2 & UR_FLAGS2_OVER_IO_URING) != 0;
+}
+
+bool sfs_uring_planned(void)
+{
+	return ur.wanted && ur.offered;
+}
+
+/* The INIT reply: takes the offer and notes how large a payload can be
+ * (the kernel refuses entries smaller than its largest request). */
+bool sfs_uring_patch_init(uint32_t *flags2, uint32_t max_write, uint16_t max_pages)
+{
+	size_t cap = 8192;
+
+	if (ur.wanted && !ur.offered)
+		sfs_log(SFS_LOG_WARN, "-o uring: the kernel does not offer FUSE over io_uring "
+			"(Linux 6.14+, with /sys/module/fuse/parameters/enable_uring on); "
+			"requests go through /dev/fuse");
+	if (!sfs_uring_planned())
+		return false;
+	if (cap < max_write)
+		cap = max_write;
+	if (cap < (size_t)max_pages * 4096)
+		cap = (size_t)max_pages * 4096;
+	ur.payload_cap = cap;
+	*flags2 |= UR_FLAGS2_OVER_IO_URING;
+	ur.asked = true;
+	return true;
+}
+
+/* The kernel's queues: one per possible CPU, all needed before it uses any. */
+static unsigned possible_cpus(void)
+{
+	FILE *f = fopen("/sys/devices/system/cpu/possible", "re");
+	unsigned lo = 0, hi = 0;
+	int n = f ? fscanf(f, "%u-%u", &lo, &hi) : 0;
+
+	if (f)
+		fclose(f);
+	if (n == 2)
+		return hi + 1;
+	if (n == 1)
+		return lo + 1;
+	n = (int)sysconf(_SC_NPROCESSORS_CONF);
+	return n > 0 ? (unsigned)n : 1;
+}
+
+static int submit_cmd(struct ur_ent *e, uint32_t op, uint64_t commit_id)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&e->ring);
+	struct iovec *iov = (struct iovec *)(e + 1);
+	struct ur_cmd_req *req;
+	int ret;
+
+	if (!sqe)
+		return -EBUSY;
+	iov[0] = (struct iovec){ &e->hdr, sizeof(e->hdr) };
+	iov[1] = (struct iovec){ e->buf + UR_LEAD, e->payload_cap };
+	io_uring_prep_rw(IORING_OP_URING_CMD, sqe, ur.devfd, iov, 2, 0);
+	sqe->cmd_op = op;
+	req = (struct ur_cmd_req *)sqe->cmd;
+	memset(sqe->cmd, 0, 80);
+	req->commit_id = commit_id;
+	req->qid = e->qid;
+	ret = io_uring_submit(&e->ring);
+	return ret < 0 ? ret : 0;
+}
+
+/* The request in the entry, rebuilt as read(2) gives it: its in header,
+ * its op header, then the payload, which is already in place. */
+static int rebuild(struct ur_ent *e, struct fuse_buf *fb)
+{
+	uint32_t len, payload = e->hdr.io.payload_sz;
+	size_t op;
+	char *start;
+
+	memcpy(&len, e->hdr.in_out, sizeof(len));
+	if (len < UR_IN_HEADER + payload || payload > e->payload_cap)
+		return -EPROTO;
+	op = len - UR_IN_HEADER - payload;
+	if (op > UR_OP_MAX)
+		return -EPROTO;
+	start = e->buf + UR_LEAD - op - UR_IN_HEADER;
+	memcpy(start, e->hdr.in_out, UR_IN_HEADER);
+	memcpy(start + UR_IN_HEADER, e->hdr.op_in, op);
+	*fb = (struct fuse_buf){ .mem = start, .size = len };
+	return 0;
+}
+
+/* An answer of our own, for a request that could not be rebuilt. */
+static void reply_error(struct ur_ent *e, int err)
+{
+	uint32_t len = UR_OUT_HEADER;
+	int32_t error = -err;
+
+	memcpy(e->hdr.in_out, &len, sizeof(len));
+	memcpy(e->hdr.in_out + 4, &error, sizeof(error));
+	memcpy(e->hdr.in_out + 8, &e->unique, sizeof(e->unique));
+	e->hdr.io.payload_sz = 0;
+}
+
+/* Serves the request in e; returns once its reply is in the entry (a
+ * handler may answer from another thread: sfs_uring_take finds the
+ * entry by the request's unique then). */
+static void serve(struct ur_ent *e)
+{
+	struct fuse_buf fb;
+	int ret;
+
+	memcpy(&e->unique, e->hdr.in_out + 8, sizeof(e->unique));
+	ret = rebuild(e, &fb);
+	if (ret < 0) {
+		sfs_log(SFS_LOG_ERR, "io_uring: malformed request %llu from the kernel",
+			(unsigned long long)e->unique);
+		reply_error(e, -ret);
+		return;
+	}
+	pthread_mutex_lock(&e->lock);
+	e->replied = false;
+	pthread_mutex_unlock(&e->lock);
+	cur = e;
+	fuse_session_process_buf(ur.se, &fb);
+	cur = NULL;
+	pthread_mutex_lock(&e->lock);
+	while (!e->replied)
+		pthread_cond_wait(&e->replied_cv, &e->lock);
+	e->unique = 0;
+	pthread_mutex_unlock(&e->lock);
+}
+
+/* Registers e; the kernel answers EAGAIN until INIT is done. */
+static int register_ent(struct ur_ent *e, struct io_uring_cqe **cqe)
+{
+	int ret;
+
+	for (int tries = 0; tries < 100; tries++) {
+		if ((ret = submit_cmd(e, UR_CMD_REGISTER, 0)) < 0)
+			return ret;
+		if ((ret = io_uring_wait_cqe(&e->ring, cqe)) < 0)
+			return ret;
+		if ((*cqe)->res != -EAGAIN)
+			return 0;
+		io_uring_cqe_seen(&e->ring, *cqe);
+		usleep(10000);
+	}
+	return -EAGAIN;
+}
+
+static void *ent_thread(void *arg)
+{
+	struct ur_ent *e = arg;
+	struct io_uring_cqe *cqe;
+	int ret, res;
+
+	ret = register_ent(e, &cqe);
+	while (ret == 0) {
+		res = cqe->res;
+		io_uring_cqe_seen(&e->ring, cqe);
+		if (res < 0) {
+			/* ENOTCONN, ECANCELED: the mount is going away */
+			if (res != -ENOTCONN && res != -ECANCELED && res != -ENODEV)
+				sfs_log(SFS_LOG_ERR, "io_uring entry of CPU %u stops: %s",
+					e->qid, strerror(-res));
+			break;
+		}
+		sfs_count(uring_requests, 1);
+		serve(e);
+		if ((ret = submit_cmd(e, UR_CMD_COMMIT_AND_FETCH, e->hdr.io.commit_id)) < 0)
+			break;
+		while ((ret = io_uring_wait_cqe(&e->ring, &cqe)) == -EINTR)
+			;
+	}
+	if (ret < 0)
+		sfs_log(SFS_LOG_ERR, "io_uring entry of CPU %u stops: %s", e->qid,
+			strerror(-ret));
+	if (atomic_fetch_sub(&ur.running, 1) == 1)
+		atomic_store(&ur.active, 0);
+	return NULL;
+}
+
+/* Entries (threads) per CPU queue: enough that a slow request leaves
+ * others to serve its CPU, few enough for a large machine. */
+static unsigned depth_for(unsigned nqueues)
+{
+	return nqueues > 16 ? 2 : 4;
+}
+
+static int ent_init(struct ur_ent *e, uint16_t qid)
+{
+	int ret;
+
+	e->qid = qid;
+	e->payload_cap = ur.payload_cap;
+	e->buf = mmap(NULL, UR_LEAD + e->payload_cap, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (e->buf == MAP_FAILED) {
+		e->buf = NULL;
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&e->lock, NULL);
+	pthread_cond_init(&e->replied_cv, NULL);
+	ret = io_uring_queue_init(4, &e->ring, IORING_SETUP_SQE128);
+	return ret < 0 ? ret : 0;
+}
+
+/* Each entry is followed by the two iovecs its commands point at. */
+#define UR_ENT_SIZE (sizeof(struct ur_ent) + 2 * sizeof(struct iovec))
+#define ENT(i) ((struct ur_ent *)((char *)ur.ents + (size_t)(i) * UR_ENT_SIZE))
+
+/* After the INIT reply that took io_uring is written: the kernel is
+ * initialised and takes registrations. Starts one thread per entry. */
+void sfs_uring_start(struct fuse_session *se, int devfd)
+{
+	unsigned depth, i;
+	int ret = 0;
+	pthread_attr_t attr;
+
+	if (!ur.asked || ur.ents)
+		return;
+	ur.se = se;
+	ur.devfd = devfd;
+	ur.nqueues = possible_cpus();
+	depth = depth_for(ur.nqueues);
+	ur.nents = ur.nqueues * depth;
+	ur.ents = calloc(ur.nents, UR_ENT_SIZE);
+	if (!ur.ents) {
+		sfs_log(SFS_LOG_ERR, "io_uring: %s; requests go through /dev/fuse",
+			strerror(ENOMEM));
+		return;
+	}
+	for (i = 0; i < ur.nents && ret == 0; i++)
+		ret = ent_init(ENT(i), (uint16_t)(i / depth));
+	if (ret < 0) {
+		/* the kernel waits for every queue: none is registered yet */
+		sfs_log(SFS_LOG_ERR, "io_uring: %s; requests go through /dev/fuse",
+			strerror(-ret));
+		return;
+	}
+	atomic_store(&ur.active, 1);
+	atomic_store(&ur.running, ur.nents);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	for (i = 0; i < ur.nents; i++) {
+		pthread_t t;
+
+		if (pthread_create(&t, &attr, ent_thread, ENT(i)) != 0) {
+			sfs_log(SFS_LOG_ERR, "io_uring: cannot start a thread for CPU %u",
+				ENT(i)->qid);
+			atomic_fetch_sub(&ur.running, 1);
+		}
+	}
+	pthread_attr_destroy(&attr);
+	sfs_log(SFS_LOG_INFO, "io_uring: %u queues of %u entries", ur.nqueues, depth);
+}
+
+/* After the session's loop: the kernel has ended every entry (ENOTCONN)
+ * or is about to; a thread still serving a request must be done before
+ * the session it uses is destroyed. Bounded: a thread stuck in a branch
+ * call must not keep the daemon from exiting. */
+void sfs_uring_stop(void)
+{
+	for (int i = 0; i < 500 && atomic_load(&ur.running) > 0; i++)
+		usleep(10000);
+	if (atomic_load(&ur.running) > 0)
+		sfs_log(SFS_LOG_WARN, "io_uring: %u threads still busy at exit",
+			atomic_load(&ur.running));
+}
+
+bool sfs_uring_active(void)
+{
+	return atomic_load(&ur.active);
+}
+
+static struct ur_ent *ent_of(uint64_t unique)
+{
+	if (cur && cur->unique == unique)
+		return cur;
+	for (unsigned i = 0; i < ur.nents; i++) {
+		struct ur_ent *e = ENT(i);
+
+		if (e->unique == unique)
+			return e;
+	}
+	return NULL;
+}
+
+/* Copies a reply into the entry of its request. */
+static ssize_t fill(struct ur_ent *e, const struct iovec *iov, int count)
+{
+	size_t total = 0, room = e->payload_cap;
+	char *p = e->buf + UR_LEAD;
+
+	for (int i = 1; i < count; i++)
+		total += iov[i].iov_len;
+	pthread_mutex_lock(&e->lock);
+	if (total > room) {
+		reply_error(e, EIO);
+		sfs_log(SFS_LOG_ERR, "io_uring: a reply of %zu bytes does not fit", total);
+	} else {
+		memcpy(e->hdr.in_out, iov[0].iov_base, UR_OUT_HEADER);
+		for (int i = 1; i < count; i++) {
+			/* data built in place (sfs_uring_reply_room) stays */
+			if (iov[i].iov_base != p)
+				memmove(p, iov[i].iov_base, iov[i].iov_len);
+			p += iov[i].iov_len;
+		}
+		e->hdr.io.payload_sz = (uint32_t)total;
+	}
+	e->replied = true;
+	pthread_cond_signal(&e->replied_cv);
+	pthread_mutex_unlock(&e->lock);
+	return (ssize_t)(total + iov[0].iov_len);
+}
+
+char *sfs_uring_reply_room(size_t len)
+{
+	if (!cur || len > cur->payload_cap)
+		return NULL;
+	return cur->buf + UR_LEAD;
+}
+
+ssize_t sfs_uring_take(const struct iovec *iov, int count)
+{
+	uint64_t unique;
+	struct ur_ent *e;
+
+	if (!atomic_load(&ur.active) || count < 1 || iov[0].iov_len < UR_OUT_HEADER)
+		return -1;
+	memcpy(&unique, (const char *)iov[0].iov_base + 8, sizeof(unique));
+	/* 0: a notification, which goes through the device */
+	if (unique == 0 || !(e = ent_of(unique)))
+		return -1;
+	return fill(e, iov, count);
+}

@@ -1,0 +1,188 @@
+#!/usr/bin/env bats
+# FUSE over io_uring (stackfs/uring.c, -o uring): where the fuse module
+# allows it (enable_uring; tests/run sets it for the suite), requests and
+# replies go through ring entries the daemon registers per CPU, not
+# read(2)/writev(2) of /dev/fuse. `stackfs status` says `uring on` and
+# counts the requests served that way (uring_requests). The data that
+# travels both ways, at the largest sizes the kernel sends (1 MiB writes,
+# 1 MiB reads, 64 KiB xattrs, long readdir replies), must be the
+# branch's; without the option, or where the module refuses, /dev/fuse
+# serves; a daemon killed or unmounted with live rings leaves cleanly.
+
+load helpers/common
+
+URING_PARAM=/sys/module/fuse/parameters/enable_uring
+
+setup_file() {
+	sfs_setup_file 1
+	# run alone (not by tests/run, which allows it for the whole suite)
+	if [[ -w $URING_PARAM && $(cat "$URING_PARAM") == N ]]; then
+		echo Y >"$URING_PARAM"
+		export URING_RESTORE=N
+	fi
+}
+
+teardown_file() {
+	[[ -z ${URING_RESTORE:-} ]] || echo "$URING_RESTORE" >"$URING_PARAM"
+	sfs_cleanup_file
+}
+
+setup() {
+	[[ -r $URING_PARAM ]] || skip "this kernel's fuse has no io_uring (Linux 6.14+)"
+	sfs_setup_branches
+	head -c 8388608 /dev/urandom >"$LO/big"
+	mkdir "$LO/many"
+	for ((i = 0; i < 2000; i++)); do : >"$LO/many/entry-with-a-longish-name-$i"; done
+	sfs_snapshot "$LO"
+}
+
+teardown() {
+	sfs_cleanup
+}
+
+# uring_mount OPTS: UP:LO on MNT with OPTS, under the lock of the module's
+# setting (one test turns it off for a moment; the ext4 and XFS runs go
+# side by side)
+URING_LOCK=/tmp/stackfs-uring-param.lock
+uring_mount() {
+	(
+		exec 9>"$URING_LOCK"
+		flock 9
+		sfs_mount "$UP:$LO=ro" "$MNT" "$1"
+	)
+}
+
+# status_of KEY: the value of KEY in `stackfs status` of the mount
+status_of() {
+	"$SFS" status "$MNT" | awk -v k="$1" '$1 == k { print $2 }'
+}
+
+# traffic: what crosses the transport, checked against the branches:
+# 1 MiB writes and reads (the largest payload), a lower file read cold,
+# a 64 KiB xattr value both ways, a 2,000-entry readdir, names changed
+traffic() {
+	local src=$BATS_TEST_TMPDIR/src
+	head -c 5000000 /dev/urandom >"$src"
+	dd if="$src" of="$MNT/new" bs=1M status=none
+	cmp "$src" "$UP/new"
+	echo 3 >/proc/sys/vm/drop_caches
+	cmp "$src" "$MNT/new"
+	cmp "$LO/big" "$MNT/big"
+	head -c 65000 /dev/urandom | base64 -w0 | head -c 65000 >"$BATS_TEST_TMPDIR/xv"
+	setfattr -n user.big -v "$(cat "$BATS_TEST_TMPDIR/xv")" "$MNT/new"
+	getfattr --absolute-names --only-values -n user.big "$MNT/new" >"$BATS_TEST_TMPDIR/xview"
+	cmp "$BATS_TEST_TMPDIR/xv" "$BATS_TEST_TMPDIR/xview"
+	getfattr --absolute-names --only-values -n user.big "$UP/new" >"$BATS_TEST_TMPDIR/xbranch"
+	cmp "$BATS_TEST_TMPDIR/xv" "$BATS_TEST_TMPDIR/xbranch"
+	run -0 find "$MNT/many" -mindepth 1
+	((${#lines[@]} == 2000)) || fail "readdir gave ${#lines[@]} entries, not 2000"
+	mkdir "$MNT/d"
+	mv "$MNT/new" "$MNT/d/moved"
+	ln -s moved "$MNT/d/link"
+	rm "$MNT/many/entry-with-a-longish-name-7"
+	[[ -f $UP/d/moved && $(readlink "$UP/d/link") == moved ]]
+	[[ ! -e $MNT/many/entry-with-a-longish-name-7 && -e $LO/many/entry-with-a-longish-name-7 ]]
+	run -1 cat "$MNT/nothing-here"
+	assert_output --partial "No such file or directory"
+}
+
+@test "io_uring: requests and replies of every size go through the rings; the data is the branch's" {
+	[[ $(cat "$URING_PARAM") == Y ]] || fail "enable_uring is off"
+	uring_mount nopassthrough,uring
+	run -0 status_of uring
+	assert_output on
+	traffic
+	n=$(status_of uring_requests)
+	# 5 writes, 26 reads of 512 KiB, the readdir, the xattrs, the names
+	((n > 40)) || fail "only $n requests went through the rings"
+}
+
+@test "io_uring: with passthrough, open replies carry their backing file through the ring" {
+	[[ $(cat "$URING_PARAM") == Y ]] || fail "enable_uring is off"
+	uring_mount uring
+	run -0 status_of uring
+	assert_output on
+	head -c 3000000 /dev/urandom >"$BATS_TEST_TMPDIR/src"
+	dd if="$BATS_TEST_TMPDIR/src" of="$MNT/f" bs=64k status=none
+	cmp "$BATS_TEST_TMPDIR/src" "$UP/f"
+	cmp "$BATS_TEST_TMPDIR/src" "$MNT/f"
+	(($(status_of passthrough_opens) >= 2)) || fail "passthrough_opens is $(status_of passthrough_opens)"
+	(($(status_of uring_requests) > 0)) || fail "no request went through the rings"
+}
+
+@test "io_uring: without -o uring every request goes through /dev/fuse, with the same results" {
+	sfs_mount "$UP:$LO=ro" "$MNT" nopassthrough
+	run -0 status_of uring
+	assert_output off
+	traffic
+	run -0 status_of uring_requests
+	assert_output 0
+}
+
+@test "io_uring: -o uring where the fuse module refuses it serves through /dev/fuse and says why" {
+	# the INIT offer is what the daemon sees: off for this mount alone
+	[[ -w $URING_PARAM ]] || skip "the module's setting is not writable here"
+	grep -q Y "$URING_PARAM" || fail "enable_uring is off"
+	log=$BATS_TEST_TMPDIR/log
+	(
+		exec 9>"$URING_LOCK"
+		flock 9
+		echo N >"$URING_PARAM"
+		sfs_mount "$UP:$LO=ro" "$MNT" "nopassthrough,uring,log=$log"
+		rc=$?
+		echo Y >"$URING_PARAM"
+		exit $rc
+	)
+	cat "$MNT/big" >/dev/null
+	run -0 status_of uring
+	assert_output off
+	run -0 status_of uring_requests
+	assert_output 0
+	run -0 cat "$log"
+	assert_output --partial "-o uring: the kernel does not offer FUSE over io_uring"
+	cmp "$LO/big" "$MNT/big"
+}
+
+@test "io_uring: many processes on one CPU share its queue's entries; none waits for another's reply" {
+	[[ $(cat "$URING_PARAM") == Y ]] || fail "enable_uring is off"
+	uring_mount nopassthrough,uring
+	for ((p = 0; p < 8; p++)); do
+		taskset -c 0 bash -c '
+			mkdir "$1/p$2" || exit 1
+			for ((i = 0; i < 150; i++)); do
+				echo "$2 $i" >"$1/p$2/f$i" || exit 1
+				[[ $(<"$1/p$2/f$i") == "$2 $i" ]] || exit 1
+				mv "$1/p$2/f$i" "$1/p$2/g$i" || exit 1
+			done' _ "$MNT" "$p" &
+	done
+	for ((p = 0; p < 8; p++)); do wait -n || fail "a writer failed"; done
+	for ((p = 0; p < 8; p++)); do
+		run -0 ls "$UP/p$p"
+		((${#lines[@]} == 150)) || fail "p$p has ${#lines[@]} files"
+		[[ $(<"$UP/p$p/g149") == "$p 149" ]] || fail "p$p/g149 holds '$(<"$UP/p$p/g149")'"
+	done
+	(($(status_of uring_requests) > 8 * 150 * 4)) || fail "only $(status_of uring_requests) requests went through the rings"
+}
+
+@test "io_uring: a daemon killed while its rings serve leaves a dead mount that unmounts; a clean unmount ends the daemon" {
+	[[ $(cat "$URING_PARAM") == Y ]] || fail "enable_uring is off"
+	uring_mount nopassthrough,uring
+	pid=$(sfs_daemon_pid "$MNT")
+	(for ((i = 0; ; i++)); do stat "$MNT/many/entry-with-a-longish-name-$((i % 2000))" >/dev/null 2>&1 || exit 0; done) &
+	loop=$!
+	sleep 0.5
+	kill -9 "$pid"
+	# the reader sees the connection gone, not a hang
+	run timeout 10 bash -c "while kill -0 $loop 2>/dev/null; do sleep 0.1; done"
+	assert_success
+	run stat "$MNT/big"
+	assert_failure
+	assert_output --partial "Transport endpoint is not connected"
+	umount "$MNT"
+	uring_mount nopassthrough,uring
+	pid=$(sfs_daemon_pid "$MNT")
+	cat "$MNT/big" >/dev/null
+	"$SFS" umount "$MNT"
+	run timeout 10 bash -c "while [[ -e /proc/$pid ]]; do sleep 0.1; done"
+	assert_success
+}
