@@ -112,7 +112,7 @@ const struct sfs_optdef sfs_optlist[] = {
 	       "records stay trusted.* when root mounts\n"
 	       "(a user's mount writes user.* ones)\n"),
 	COMPAT("metacopy=", METACOPY, "on|off",
-	       "on: a chmod, chown, utimes,\n"
+	       "on (default): a chmod, chown, utimes,\n"
 	       "setxattr or chattr of a lower file copies\n"
 	       "its metadata only, the data at its first\n"
 	       "write; off: the whole file. Metacopy files\n"

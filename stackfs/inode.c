@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/bio.h"
+#include "whiteout/metacopy.h"
 #include "stackfs/ops.h"
 #include "whiteout/metadir.h"
 
@@ -170,7 +171,7 @@ static struct timespec time_of(int set, int now_flag, int to_set,
 static int set_times(int fd, int openfd, const struct stat *attr, int to_set)
 {
 	struct timespec tv[2];
-	int r;
+	int r, kept;
 
 	tv[0] = time_of(FUSE_SET_ATTR_ATIME, FUSE_SET_ATTR_ATIME_NOW, to_set, &attr->st_atim);
 	tv[1] = time_of(FUSE_SET_ATTR_MTIME, FUSE_SET_ATTR_MTIME_NOW, to_set, &attr->st_mtim);
@@ -178,6 +179,11 @@ static int set_times(int fd, int openfd, const struct stat *attr, int to_set)
 		r = sfs_do_utimensat(openfd, NULL, tv, 0);
 	else
 		r = sfs_do_utimensat(fd, "", tv, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
+	/* a metacopy whose fill was killed keeps the times it must end with:
+	 * those set now (the change itself is done: not failed for this) */
+	if (r == 0 && (kept = sfs_metacopy_times_follow(fd)) < 0)
+		sfs_log(SFS_LOG_WARN, "cannot update the times a metacopy keeps: %s",
+			strerror(-kept));
 	return r < 0 ? r : 0;
 }
 

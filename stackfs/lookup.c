@@ -9,6 +9,7 @@
 
 #include "stackfs/ops.h"
 #include "union/resolve.h"
+#include "whiteout/metacopy.h"
 
 bool sfs_name_reserved(const struct sfs_node *parent, const char *name)
 {
@@ -202,6 +203,24 @@ static int resolve_index(struct resolve *r, const struct sfs_stack *dst)
 	return 0;
 }
 
+/* A metacopy of a rw branch whose fill was killed (the daemon's or a
+ * commit's) kept the times it must show aside (union/metacopy_fill.c):
+ * they go back on the file the first time the view reaches it, so the
+ * view never shows the time of the kill. */
+static void kept_times_back(const struct sfs_stack *st, struct stat *top)
+{
+	int ret;
+
+	if (sfs_layer_branch(st, &st->l[0])->mode != SFS_BRANCH_RW)
+		return;
+	ret = sfs_metacopy_times_restore(st->l[0].fd);
+	if (ret == 0)
+		ret = sfs_do_fstat(st->l[0].fd, top);
+	if (ret < 0 && ret != -ENODATA)
+		sfs_log(SFS_LOG_WARN, "cannot put back the times a metacopy kept: %s",
+			strerror(-ret));
+}
+
 int sfs_resolve(const struct sfs_stack *dst, const char *name,
 		struct sfs_stack **out, struct stat *top, struct stat *idst)
 {
@@ -243,6 +262,8 @@ int sfs_resolve_in(const struct sfs_stack *dst, const struct sfs_unames *names,
 		r.e.data.fd = -1;
 	}
 	st->metacopy = r.e.metacopy;
+	if (st->metacopy)
+		kept_times_back(st, &r.e.top);
 	r.e.n = 0; /* the fds are the stack's now */
 	sfs_uentry_drop(&r.e);
 	st->nlink = r.nlink;

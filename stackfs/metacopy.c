@@ -9,11 +9,13 @@
 #include <stdatomic.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <linux/limits.h>
 
 #include "stackfs/stackfs.h"
 #include "union/copy.h"
 #include "whiteout/metacopy.h"
 #include "xattr/records.h"
+#include "xattr/xattr.h"
 
 const struct sfs_layer *sfs_stack_data(const struct sfs_stack *st)
 {
@@ -100,6 +102,20 @@ out:
  * may write the branch can forge, and which the union never follows),
  * not an append-only file (the data could not be written into it later),
  * and not one whose data is nowhere (its copy-up fails as before). */
+/* The names a metacopy adds to its file's xattrs: the mark, the origin
+ * record, the times a fill keeps (each name and its NUL), with room. */
+#define MC_NAMES_ROOM 128
+
+/* Whether the lower file's xattr names leave room for a metacopy's: a
+ * listing over the kernel's 64 KiB fails (E2BIG on XFS). A whole copy
+ * carries no mark. */
+static bool names_fit(int fd)
+{
+	ssize_t len = sfs_xattr_list(fd, "", NULL, 0);
+
+	return len >= 0 && (size_t)len + MC_NAMES_ROOM <= XATTR_LIST_MAX;
+}
+
 bool sfs_metacopy_wanted(const struct sfs_stack *st, const struct stat *src)
 {
 	uint64_t attrs = 0;
@@ -108,7 +124,7 @@ bool sfs_metacopy_wanted(const struct sfs_stack *st, const struct stat *src)
 	    src->st_nlink > 1 || st->indexed || !sfs_stack_data(st))
 		return false;
 	return sfs_do_statx_attrs(st->l[0].fd, &attrs) == 0 &&
-	       !(attrs & STATX_ATTR_APPEND);
+	       !(attrs & STATX_ATTR_APPEND) && names_fit(st->l[0].fd);
 }
 
 struct sfs_stack *sfs_metacopy_stack(const struct sfs_stack *st, struct sfs_snap *s,

@@ -534,9 +534,6 @@ int sfs_opts_parse(struct fuse_args *args, struct sfs_opts *o)
 	o->timeout = 60.0;
 	o->readahead_kb = SFS_READAHEAD_DEFAULT_KIB;
 	o->whiteout = SFS_WH_AUFS;
-	/* off until a commit's bringing in of a metacopy's data is crash
-	 * safe for its times (NOTES.md "Metadata-only copy-up") */
-	o->metacopy_off = 1;
 	fsname_given = squash_root = 0;
 	/* state of an earlier parse (the fuzzer parses many) */
 	sfs_mountflags_reset();

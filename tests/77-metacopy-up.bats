@@ -5,7 +5,8 @@
 # and a metacopy mark, no data. Every reader of the data sees the lower
 # bytes; the first open for write (or truncate) brings the data in; the
 # mark is the kernel's with -o whiteout=overlay, so kernel overlayfs
-# (metacopy=on) reads the upper the same; -o metacopy=off copies whole.
+# (metacopy=on) reads the upper the same; it is the default, and
+# -o metacopy=off copies whole.
 
 load helpers/common
 
@@ -111,6 +112,21 @@ PY
 	# the upper's disk use: none of the data
 	used=$(du -sk "$UP" | cut -f1)
 	((used < 200)) || fail "upper uses $used KiB"
+}
+
+@test "the default is a metadata-only copy (no option); the fill after keeps the file's times" {
+	sfs_mount "$UP:$LO=ro" "$MNT"
+	chmod 0600 "$MNT/big"
+	touch -h -d @1500000000.25 "$MNT/big"  # -h: no open for writing
+	is_metacopy "$UP/big" || fail "the default copied the whole file"
+	no_data "$UP/big"
+	readers "$MNT/big" "$LO/big"
+	# a rename brings the data in first; the times stay the file's
+	mv "$MNT/big" "$MNT/moved"
+	! is_metacopy "$UP/moved" || fail "the renamed file is still a metacopy"
+	run -0 stat -c '%.9Y %a' "$MNT/moved"
+	assert_output "1500000000.250000000 600"
+	cmp "$MNT/moved" "$LO/big"
 }
 
 @test "the first write brings the data in and the mark goes; an O_TRUNC open copies nothing" {
@@ -326,14 +342,6 @@ PY
 	sfs_mount "$UP:$U:$LO=ro" "$MNT" metacopy=on
 	run -0 od -An -c "$MNT/f"
 	[[ $output != *s*e*c*r*e*t* ]] || fail "the lower's data showed: $output"
-}
-
-@test "by default (off for now: NOTES) a chmod copies the whole file" {
-	sfs_mount "$UP:$LO=ro" "$MNT"
-	chmod 0600 "$MNT/big"
-	"$SFS" umount "$MNT"
-	! is_metacopy "$UP/big" || fail "marked"
-	cmp "$UP/big" "$LO/big"
 }
 
 @test "-o metacopy=off: a chmod copies the whole file" {

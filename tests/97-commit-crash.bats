@@ -91,3 +91,70 @@ teardown() {
 	[[ $out == *"whiteout beside"* ]] || fail "the refusal does not say why: $out"
 	sfs_assert_unchanged "$LO"
 }
+
+# mc_killed_fill: a metacopy of a 1 MiB lower file in UP (times set to a
+# known value), and a commit killed right after the call that brought its
+# data in (before the times went back). Leaves $MC_T, the times.
+mc_killed_fill() {
+	head -c 1048576 /dev/urandom >"$LO/f"
+	cp "$LO/f" "$BATS_TEST_TMPDIR/f.data"
+	sfs_mount "$UP:$LO" "$MNT" metacopy=on
+	chmod 600 "$MNT/f"
+	"$SFS" umount "$MNT"
+	run -0 getfattr --absolute-names -n trusted.stackfs.metacopy "$UP/f"
+	MC_T=1500000000.123456789
+	touch -d "@$MC_T" "$UP/f"
+	# the fill's first write call is a clone (FICLONE): where the branch
+	# takes it (XFS) that brings the data in; else (ext4) the copy after
+	n=2
+	cp --reflink=always "$LO/f" "$T/reflink-probe" 2>/dev/null && n=1
+	rm -f "$T/reflink-probe"
+	echo "write $n killafter" >"$BATS_TEST_TMPDIR/ctl"
+	: >"$BATS_TEST_TMPDIR/log"
+	run env LD_PRELOAD="$FI_SO" SFS_FI_CTL="$BATS_TEST_TMPDIR/ctl" SFS_FI_LOG="$BATS_TEST_TMPDIR/log" \
+		SFS_FI_ROOTS="$T" SFS_FI_ARM=1 "$SFS" commit "$UP" --into "$LO"
+	((status == 137)) || fail "the commit was not killed (exit $status): $output"
+	# the kill came after the data was written in place: the times moved
+	[[ $(stat -c %.9Y "$UP/f") != "$MC_T" ]] || fail "the fill was killed before it wrote"
+	run -0 getfattr --absolute-names -n trusted.stackfs.mctimes "$UP/f"
+}
+
+@test "regression: a commit killed while it brings a metacopy's data in loses none of its times: a second commit keeps them" {
+	mc_killed_fill
+	run -0 "$SFS" commit "$UP" --into "$LO"
+	run -0 stat -c %.9Y "$LO/f"
+	assert_output "$MC_T"
+	cmp "$BATS_TEST_TMPDIR/f.data" "$LO/f"
+	run -0 stat -c %a "$LO/f"
+	assert_output 600
+	run -1 getfattr --absolute-names -n trusted.stackfs.mctimes "$LO/f"
+}
+
+@test "regression: a metacopy whose fill was killed: fsck reports METACOPY_TIMES_KEPT and --repair puts the times back" {
+	mc_killed_fill
+	run "$SFS" fsck --lower "$LO" "$UP"
+	assert_output --partial "[METACOPY_TIMES_KEPT]"
+	((status != 0)) || fail "fsck found nothing wrong"
+	# 1: problems found, all fixed
+	run -1 "$SFS" fsck --repair --lower "$LO" "$UP"
+	assert_output --partial "[METACOPY_TIMES_KEPT]"
+	run -0 stat -c %.9Y "$UP/f"
+	assert_output "$MC_T"
+	run -1 getfattr --absolute-names -n trusted.stackfs.mctimes "$UP/f"
+	run -0 "$SFS" fsck --lower "$LO" "$UP"
+	sfs_mount "$UP:$LO" "$MNT"
+	run -0 stat -c '%.9Y %a' "$MNT/f"
+	assert_output "$MC_T 600"
+	cmp "$BATS_TEST_TMPDIR/f.data" "$MNT/f"
+}
+
+@test "regression: a metacopy's times changed after its fill was killed are the ones its next fill keeps" {
+	mc_killed_fill
+	sfs_mount "$UP:$LO" "$MNT" metacopy=on
+	touch -d @1600000000.5 "$MNT/f"
+	"$SFS" umount "$MNT"
+	run -0 "$SFS" commit "$UP" --into "$LO"
+	run -0 stat -c %.9Y "$LO/f"
+	assert_output 1600000000.500000000
+	cmp "$BATS_TEST_TMPDIR/f.data" "$LO/f"
+}

@@ -3,7 +3,13 @@
  * changes, commit before it places the file in the branch below. The
  * file keeps its inode, size and metadata; the mark goes only once the
  * data is in (and, when asked, on the disk), so a crash at any point
- * leaves a metacopy that still finds its data, or the whole file. */
+ * leaves a metacopy that still finds its data, or the whole file.
+ *
+ * Times: the data written in place sets the mtime. The times to put back
+ * are saved on the file first (SFS_MCTIMES_XATTR), so a fill killed
+ * midway leaves them for the next fill (a second commit, the next write)
+ * instead of losing them; they go once the times are back, before the
+ * mark, so no file but a metacopy ever keeps them. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
@@ -14,13 +20,28 @@
 #include "union/copy.h"
 #include "whiteout/metacopy.h"
 
+/* The times the file must end with: those a fill killed before kept, else
+ * its own, kept now (a filesystem that refuses the record still gets its
+ * times back when nothing is killed). */
+static void times_to_keep(int fd, const struct stat *st, struct timespec t[2])
+{
+	if (sfs_metacopy_times_load(fd, t) == 0)
+		return;
+	t[0] = st->st_atim;
+	t[1] = st->st_mtim;
+	(void)sfs_metacopy_times_save(fd, t);
+}
+
 int sfs_metacopy_fill(int fd, int data_fd, bool durable)
 {
 	struct stat st;
+	struct timespec t[2];
 	int in = -1, out = sfs_do_reopen(fd, O_WRONLY), ret = out < 0 ? out : 0;
 
 	if (ret == 0)
 		ret = sfs_do_fstat(fd, &st);
+	if (ret == 0)
+		times_to_keep(fd, &st, t);
 	if (ret == 0 && (in = sfs_open_source(data_fd)) < 0)
 		ret = in;
 	/* the file is sparse at its size: the data extents land in place;
@@ -33,10 +54,12 @@ int sfs_metacopy_fill(int fd, int data_fd, bool durable)
 	}
 	/* the data was the file's all along: its times stay (a commit
 	 * places the file with them; a write after sets its own) */
-	if (ret == 0 && futimens(out, (const struct timespec[2]){ st.st_atim, st.st_mtim }) < 0)
+	if (ret == 0 && futimens(out, t) < 0)
 		ret = -errno;
 	if (ret == 0 && durable && fsync(out) < 0)
 		ret = -errno;
+	if (ret == 0)
+		ret = sfs_metacopy_times_drop(fd);
 	if (ret == 0)
 		ret = sfs_metacopy_clear(fd);
 	if (in >= 0)

@@ -5,7 +5,9 @@
  * name (or its redirect), or where the one it would read is not the
  * inode its origin record names (a branch reordered, a lower file
  * replaced offline), its reads fail with EIO: reported, never repaired
- * (no fix keeps its data: restore the lower file, or remove the file). */
+ * (no fix keeps its data: restore the lower file, or remove the file).
+ * The times a fill keeps aside (SFS_MCTIMES_XATTR) are left only by a
+ * fill that was killed: repaired by putting them back. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -77,19 +79,38 @@ static int data_at(struct fsck *f, const char *path, const struct sfs_origin *o,
 	return r;
 }
 
+/* The times a killed fill kept aside on metacopy fd. */
+static void check_kept_times(struct fsck *f, int fd, const char *path)
+{
+	struct timespec t[2];
+	struct sfs_fsck_problem *p;
+	int r = sfs_metacopy_times_load(fd, t);
+
+	if (r == 0) {
+		p = sfs_fsck_found(f, SFS_PR_METACOPY_TIMES_KEPT, true, path, NULL);
+		if (p)
+			sfs_fsck_done(f, p, sfs_metacopy_times_restore(fd));
+	} else if (r == -EINVAL) {
+		p = sfs_fsck_found(f, SFS_PR_METACOPY_TIMES_BAD, true, path, NULL);
+		if (p)
+			sfs_fsck_done(f, p, sfs_metacopy_times_drop(fd));
+	}
+}
+
 bool sfs_fsck_metacopy(struct fsck *f, int dfd, const char *name, const char *path,
 		       const struct lower_fds *lf)
 {
 	struct sfs_metacopy m;
 	struct sfs_origin o;
 	bool has_o;
-	int fd = sfs_do_open(dfd, name, O_PATH, 0), r;
+	int fd = sfs_do_open(dfd, name, O_PATH | O_NOFOLLOW, 0), r;
 
 	if (fd < 0 || sfs_metacopy_read(fd, &m) < 0 || !m.is) {
 		if (fd >= 0)
 			close(fd);
 		return false;
 	}
+	check_kept_times(f, fd, path);
 	close(fd);
 	has_o = sfs_origin_get(dfd, name, &o) == 1;
 	if (m.redirect && m.redirect[0] == '/') {

@@ -1,9 +1,12 @@
 /* Kernel overlayfs metacopy files: reading their marks (metacopy.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "whiteout/metacopy.h"
+#include "whiteout/ondisk.h"
 #include "whiteout/whiteout.h"
 #include "xattr/xattr.h"
 
@@ -81,4 +84,77 @@ int sfs_metacopy_clear(int fd)
 		return ret;
 	ret = sfs_xattr_remove(fd, "", SFS_OVL_REDIRECT_XATTR);
 	return ret == -ENODATA ? 0 : ret;
+}
+
+/* ---- the times kept while the data comes in ---------------------------- */
+
+#define MCT_VERSION 1
+#define MCT_SIZE 25
+
+int sfs_metacopy_times_save(int fd, const struct timespec t[2])
+{
+	uint8_t v[MCT_SIZE];
+
+	v[0] = MCT_VERSION;
+	for (int i = 0; i < 2; i++) {
+		sfs_le_put64(v + 1 + 12 * i, (uint64_t)t[i].tv_sec);
+		sfs_le_put32(v + 9 + 12 * i, (uint32_t)t[i].tv_nsec);
+	}
+	return sfs_xattr_set(fd, "", SFS_MCTIMES_XATTR, v, sizeof(v), 0);
+}
+
+int sfs_metacopy_times_load(int fd, struct timespec t[2])
+{
+	uint8_t v[MCT_SIZE + 1];
+	ssize_t n = sfs_xattr_get(fd, "", SFS_MCTIMES_XATTR, v, sizeof(v));
+
+	if (n == -ENOTSUP || n == -EPERM)
+		return -ENODATA;
+	if (n == -ERANGE)
+		return -EINVAL;
+	if (n < 0)
+		return (int)n;
+	if (n != MCT_SIZE || v[0] != MCT_VERSION)
+		return -EINVAL;
+	for (int i = 0; i < 2; i++) {
+		t[i].tv_sec = (time_t)(int64_t)sfs_le_get64(v + 1 + 12 * i);
+		t[i].tv_nsec = (long)sfs_le_get32(v + 9 + 12 * i);
+		if (t[i].tv_nsec >= 1000000000L)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+int sfs_metacopy_times_drop(int fd)
+{
+	int ret = sfs_xattr_remove(fd, "", SFS_MCTIMES_XATTR);
+
+	return ret == -ENODATA || ret == -ENOTSUP ? 0 : ret;
+}
+
+int sfs_metacopy_times_follow(int fd)
+{
+	struct timespec t[2];
+	struct stat st;
+	int ret = sfs_metacopy_times_load(fd, t);
+
+	if (ret == -ENODATA)
+		return 0;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	t[0] = st.st_atim;
+	t[1] = st.st_mtim;
+	return sfs_metacopy_times_save(fd, t);
+}
+
+int sfs_metacopy_times_restore(int fd)
+{
+	struct timespec t[2];
+	int ret = sfs_metacopy_times_load(fd, t);
+
+	if (ret < 0)
+		return ret;
+	if (utimensat(fd, "", t, AT_EMPTY_PATH) < 0)
+		return -errno;
+	return sfs_metacopy_times_drop(fd);
 }

@@ -15,6 +15,7 @@
 #define SFS_METACOPY_H
 
 #include <stdbool.h>
+#include <time.h>
 
 #include "whiteout/whiteout.h"
 
@@ -41,5 +42,25 @@ int sfs_metacopy_mark(int fd, enum sfs_whiteout_style style);
 /* Ends a metacopy once its data is in the file itself: removes the mark
  * (either style's) and the redirect from fd (an O_PATH fd). 0 or -errno. */
 int sfs_metacopy_clear(int fd);
+
+/* The times of a metacopy file while its data is brought in
+ * (union/metacopy_fill.c): the data written in place sets the mtime, and
+ * the times to put back are the file's own, so they are kept here first.
+ * A fill killed midway leaves them for the next fill, and a change of
+ * the file's times meanwhile updates them (sfs_metacopy_times_follow).
+ * trusted.* only (private: never shown in the view, never copied).
+ * Value: 25 bytes, version 1, then atime and mtime as little-endian
+ * signed seconds (8 bytes) and nanoseconds (4 bytes). */
+#define SFS_MCTIMES_XATTR "trusted.stackfs.mctimes"
+int sfs_metacopy_times_save(int fd, const struct timespec t[2]);
+/* 0 with t, -ENODATA when fd keeps none, -EINVAL for a record that is not
+ * one (wrong size, version or nanoseconds), or -errno. */
+int sfs_metacopy_times_load(int fd, struct timespec t[2]);
+/* Removes them (none kept is no error). */
+int sfs_metacopy_times_drop(int fd);
+/* After the times of fd changed: the kept times, if any, become fd's. */
+int sfs_metacopy_times_follow(int fd);
+/* Puts the kept times back on fd (an O_PATH fd) and drops them. */
+int sfs_metacopy_times_restore(int fd);
 
 #endif

@@ -131,6 +131,12 @@ static const struct sfs_problem_desc table[SFS_PR_COUNT] = {
 	   "with EIO)", 0,
 	   "none: put the lower file back (or the branches in their order), or remove the "
 	   "file through the view (its data is lost)"),
+	PR(METACOPY_TIMES_KEPT, "a metacopy file's data was being brought in when that was "
+	   "killed: the times it must keep are set aside, and its own may be the kill's", 1,
+	   "put the kept times back on the file and drop the record (its data comes in at "
+	   "its next write or commit)"),
+	PR(METACOPY_TIMES_BAD, "a metacopy file's kept times are not a valid record", 1,
+	   "remove the record (the file keeps the times it shows)"),
 	PR(NESTED_META, "a stackfs metadata directory is below the branch root (a nested branch?)", 0,
 	   "none: it is visible in the union; remove it by hand if it is not a branch"),
 	/* stackfs commit */
