@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/bio.h"
 #include "whiteout/metacopy.h"
 #include "whiteout/ondisk.h"
 #include "whiteout/whiteout.h"
@@ -154,7 +155,7 @@ int sfs_metacopy_times_restore(int fd)
 
 	if (ret < 0)
 		return ret;
-	if (utimensat(fd, "", t, AT_EMPTY_PATH) < 0)
+	if (sfs_do_utimensat(fd, "", t, AT_EMPTY_PATH) < 0)
 		return -errno;
 	return sfs_metacopy_times_drop(fd);
 }
