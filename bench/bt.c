@@ -20,6 +20,11 @@
  *   bt sparse FILE SIZE_MIB DATA_MIB   a sparse file of SIZE_MIB with DATA_MIB
  *                                      of data in 1 MiB extents spread evenly
  *   bt dense FILE SIZE_MIB             a file of SIZE_MIB of non-zero data
+ *   bt whiteouts UPPER NDIRS NFILES COUNT
+ *                                      COUNT aufs whiteouts (empty .wh.NAME
+ *                                      files) of the files of a `bt tree NDIRS
+ *                                      NFILES` lower, from file NDIRS on, in
+ *                                      the UPPER dirs d000.. that exist
  *
  * Deterministic: the same arguments make the same bytes. */
 #define _GNU_SOURCE
@@ -293,6 +298,27 @@ static int cmd_dense(char **argv)
 	return 0;
 }
 
+static int cmd_whiteouts(char **argv)
+{
+	long ndirs = atol(argv[1]), nfiles = atol(argv[2]), count = atol(argv[3]), made = 0;
+	char path[4096];
+
+	for (long i = ndirs; i < nfiles && made < count; i++) {
+		struct stat st;
+		int fd;
+
+		snprintf(path, sizeof path, "%s/d%03ld", argv[0], i % ndirs);
+		if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+			continue; /* a directory renamed away */
+		snprintf(path, sizeof path, "%s/d%03ld/.wh.f%05ld", argv[0], i % ndirs, i);
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+		if (fd < 0 || close(fd) < 0)
+			die("whiteout", path);
+		made++;
+	}
+	return made == count ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 6 && !strcmp(argv[1], "tree"))
@@ -314,6 +340,8 @@ int main(int argc, char **argv)
 		return cmd_sparse(argv + 2);
 	if (argc == 4 && !strcmp(argv[1], "dense"))
 		return cmd_dense(argv + 2);
+	if (argc == 6 && !strcmp(argv[1], "whiteouts"))
+		return cmd_whiteouts(argv + 2);
 	fprintf(stderr, "usage: see the comment at the top of bench/bt.c\n");
 	return 2;
 }

@@ -61,22 +61,20 @@ function mmed(key,    c, i, j, t, a) {	# median of the M values of key
 function miss(what) { missed[++nmiss] = what }
 
 END {
-	split("create stat_cold stat_warm list rm seqwrite seqread rand1 rand4 cu_big cu_big_sync cu_small cu_sparse cu_sparse_sync untar", order, " ")
-	for (i = 1; i in order; i++) {
-		key = order[i]
-		cls[key] = "any"
-	}
-	cls["create"] = cls["stat_cold"] = cls["stat_warm"] = cls["list"] = cls["rm"] = "meta"
-	cls["seqwrite"] = cls["seqread"] = "seq"
-	cls["rand1"] = cls["rand4"] = "rand"
+	split("create create_load stat_cold stat_warm list rm rm_load seqwrite seqread rand1 rand4 cu_big cu_big_sync cu_small cu_sparse cu_sparse_sync untar", order, " ")
+	# issue 20's targets: the time over kernel overlayfs's (lo) and
+	# never behind fuse-overlayfs (lf 1) anywhere; info rows have none
+	for (i = 1; i in order; i++)
+		lf[order[i]] = 1
+	lo["create"] = lo["create_load"] = lo["rm"] = lo["rm_load"] = 2
+	lo["stat_cold"] = 1.3
+	lo["stat_warm"] = 1.1
+	lo["list"] = 1.3
+	lo["seqwrite"] = 1.11	# 0.9x the throughput
+	lo["seqread"] = 1.1
+	lo["rand1"] = lo["rand4"] = 1.25
 	cls["cu_sparse"] = "sparse"
 	cls["cu_big_sync"] = cls["cu_sparse_sync"] = "info"
-	tgt["meta"] = "≤0.5× fov; aim ≤2× ovl"
-	tgt["seq"] = "≤1× fov, ≤1.10× ovl"
-	tgt["rand"] = "≤1× fov, ≤1.25× ovl"
-	tgt["any"] = "≤1× fov"
-	tgt["sparse"] = "≤1× fov; ≤2× the " "8 MiB file"
-	tgt["info"] = ""
 
 	print "## Workloads"
 	print ""
@@ -91,19 +89,23 @@ END {
 		re = ratio(key, "stackfs", "ext4")
 		c = cls[key]
 		met = "—"
+		t = ""
+		if (c != "info") {
+			t = (key in lo) ? sprintf("≤%g× ovl, ≤1× fov", lo[key]) : "≤1× fov"
+			if (c == "sparse")
+				t = t "; ≤2× the 8 MiB file"
+		}
 		if (c != "info" && rf != "") {
 			ok = 1; why = ""
-			lim = c == "meta" ? 0.5 : 1
-			if (rf > lim) { ok = 0; why = sprintf("%.2f× fov (limit %.2f)", rf, lim) }
-			if (c == "seq" && ro != "" && ro > 1.10) { ok = 0; why = why (why ? ", " : "") sprintf("%.2f× ovl (limit 1.10)", ro) }
-			if (c == "rand" && ro != "" && ro > 1.25) { ok = 0; why = why (why ? ", " : "") sprintf("%.2f× ovl (limit 1.25)", ro) }
+			if (rf > lf[key]) { ok = 0; why = sprintf("%.2f× fov (limit 1)", rf) }
+			if ((key in lo) && ro != "" && ro > lo[key]) { ok = 0; why = why (why ? ", " : "") sprintf("%.2f× ovl (limit %g)", ro, lo[key]) }
 			if (c == "sparse") {
 				sp = ratio("cu_sparse", "stackfs", "stackfs")
 				rr = med("cu_sparse", "stackfs") / med("cu_small", "stackfs")
 				if (rr > 2) { ok = 0; why = why (why ? ", " : "") sprintf("%.1f× the 8 MiB file (limit 2)", rr) }
 			}
 			if (ok)
-				met = (c == "meta" && ro != "" && ro > 2) ? sprintf("yes (aim missed: %.1f× ovl)", ro) : "yes"
+				met = "yes"
 			else {
 				met = "**NO**: " why
 				miss(label[key] ": " why)
@@ -111,7 +113,7 @@ END {
 		}
 		printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", label[key], \
 			cell(key, "stackfs"), cell(key, "overlayfs"), cell(key, "fuse-overlayfs"), cell(key, "ext4"), \
-			rs(ro), rs(rf), rs(re), tgt[c], met
+			rs(ro), rs(rf), rs(re), t, met
 	}
 	print ""
 
@@ -298,6 +300,23 @@ END {
 		print ""
 	}
 
+	if (("fsck" SUBSEP "stackfs") in n) {
+		print "## fsck at scale"
+		print ""
+		ne = mv["fsck_entries", 1]
+		printf "`stackfs fsck` of a rw branch of %d entries (new files, aufs whiteouts, metadata-only copies with origin records, renamed directories with redirects) over a lower tree, cold cache, against `e2fsck -fn` of the whole ext4 filesystem both are on (once each). Target: no slower than e2fsck, memory bounded.\n\n", ne
+		f1 = med("fsck", "stackfs"); f2 = med("fsck", "e2fsck")
+		rss = mv["fsck_maxrss_kib", 1]
+		printf "| stackfs fsck | e2fsck -fn | ratio | stackfs fsck peak RSS | per million entries | exit status | met |\n|---|---|---|---|---|---|---|\n"
+		r = f2 > 0 ? f1 / f2 : 0
+		met = r <= 1 ? "yes" : "**NO**"
+		if (r > 1)
+			miss(sprintf("fsck of %d entries: %.2f× e2fsck -fn (limit 1)", ne, r))
+		per = (ne > 0) ? rss / 1024 * 1000000 / ne : 0
+		printf "| %s s | %s s | %.2f | %.1f MiB | %.1f MiB | %s | %s |\n\n", num(f1), num(f2), r, \
+			rss / 1024, per, mv["fsck_rc", 1], met
+	}
+
 	print "## Targets missed"
 	print ""
 	if (!nmiss)
@@ -315,7 +334,7 @@ END {
 		line[kk[1], kk[2]] = 1
 	}
 	split("stackfs overlayfs fuse-overlayfs ext4 overlayfs-mc stackfs-mcoff stackfs-volatile stackfs-always stackfs-uring stackfs-2 stackfs-16 stackfs-128 stackfs-1000 overlayfs-2 overlayfs-16", sl, " ")
-	split("create stat_cold stat_warm list rm seqwrite seqread rand1 rand4 cu_big cu_big_sync cu_small cu_sparse cu_sparse_sync untar chown chown_sync br_stat br_list many_stat", ol, " ")
+	split("create create_load stat_cold stat_warm list rm rm_load seqwrite seqread rand1 rand4 cu_big cu_big_sync cu_small cu_sparse cu_sparse_sync untar chown chown_sync br_stat br_list many_stat", ol, " ")
 	for (i = 1; i in ol; i++)
 		for (j = 1; j in sl; j++) {
 			k = ol[i] SUBSEP sl[j]
