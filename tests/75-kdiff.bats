@@ -62,6 +62,14 @@ teardown() {
 	kd_run overlay "${KDIFF_SEED:-2001}" "${KDIFF_COUNT:-10}" "${KDIFF_OPS:-60}" --mid
 }
 
+# The sequence that found a chain of redirects across layers (NOTES.md,
+# what kdiff found): the kernel's
+# upper has c redirected to b, and the middle layer's b is itself a moved
+# directory, redirected to the lowest layer's c; the kernel follows both.
+@test "regression: kdiff --mid seed 5118: a chain of redirects across layers is followed as the kernel follows it" {
+	kd_run overlay 5118 1 100 --mid
+}
+
 # The sequences that found the copy-up into a removed directory (NOTES.md
 # "Copy-up"; 94-links has it reduced): a change of a lower hard-linked
 # file whose node was last reached by a name since removed with its

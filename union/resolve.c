@@ -304,23 +304,30 @@ static int follow_abs(struct res *r, unsigned b, const char *path)
 	return ret == -ENOENT ? 0 : ret;
 }
 
-/* A bare-name redirect: the name in the parent's layers below layer i
- * (a redirect met there is not followed). */
+static int follow(struct res *r, const struct sfs_ulayer *dir, unsigned ndir, unsigned i,
+		  const char *dir_lower_path);
+
+/* A bare-name redirect: the name in the parent's layers below layer i.
+ * The directory met there may be a moved one itself, whose redirect
+ * says where its own lower layers are: followed in turn, as the kernel
+ * does (a chain; each link starts further down, so it ends). */
 static int follow_name(struct res *r, const struct sfs_ulayer *dir, unsigned ndir, unsigned i,
 		       const char *dir_lower_path, const char *to)
 {
-	unsigned b = r->redirect_b;
+	unsigned b = r->redirect_b, j;
 	int ret = 1;
 
-	for (unsigned j = i + 1; j < ndir && ret > 0; j++)
+	for (j = i + 1; j < ndir && ret > 0; j++)
 		ret = look(r, &dir[j], to, j + 1 < ndir);
-	free(r->redirect);
-	r->redirect = NULL;
 	if (ret >= 0 && r->v->split && b < r->v->split && dir_lower_path) {
 		free(r->e->lower_path);
 		if (!(r->e->lower_path = join(dir_lower_path, to)))
 			ret = -ENOMEM;
 	}
+	if (ret >= 0 && r->redirect)
+		return follow(r, dir, ndir, j - 1, dir_lower_path);
+	free(r->redirect);
+	r->redirect = NULL;
 	return ret < 0 ? ret : 0;
 }
 
@@ -332,7 +339,9 @@ static int follow(struct res *r, const struct sfs_ulayer *dir, unsigned ndir, un
 	int ret = 0;
 
 	r->redirect = NULL;
-	r->e->redirected = r->e->n == 1 && r->e->redirect;
+	/* (a link of a chain, below the top, leaves it as the top's said) */
+	if (r->e->n == 1 && r->e->redirect)
+		r->e->redirected = true;
 	if (to[0] == '/')
 		ret = follow_abs(r, r->redirect_b, to);
 	else if (!strchr(to, '/'))

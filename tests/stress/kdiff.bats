@@ -44,3 +44,10 @@ teardown() {
 	st_say "kdiff: whiteout=wh, first seed $seed, $COUNT sequences of $OPS operations"
 	kd_run wh "$seed" "$COUNT" "$OPS"
 }
+
+@test "stress: kdiff against kernel overlayfs with a middle layer the kernel wrote (--mid), -o whiteout=overlay" {
+	local seed
+	seed=$(st_seed "${KDIFF_SEED:-}")
+	st_say "kdiff --mid: whiteout=overlay, first seed $seed, $COUNT sequences of $OPS operations"
+	kd_run overlay "$seed" "$COUNT" "$OPS" --mid
+}
