@@ -16,6 +16,9 @@ setup_file() {
 	export PM_STORE=$SFS_IMG/storage
 	export CONTAINERS_CONF=$PM_DIR/containers.conf
 	export CONTAINERS_STORAGE_CONF=$PM_DIR/storage.conf
+	# podman's cleanup refuses a runroot over 50 characters (see pm_config)
+	PM_RUN=$(mktemp -d /tmp/sfs-pm.XXXXXX) || return 1
+	export PM_RUN
 	pm_ready || return 0
 	pm_config || return 1
 	pm_base_image || return 1
@@ -25,6 +28,10 @@ teardown_file() {
 	if [[ -n ${PM_DIR:-} && -f $CONTAINERS_CONF ]]; then
 		pm rm -a -f >/dev/null 2>&1
 		pm unmount -a >/dev/null 2>&1
+	fi
+	# its state; nothing of it stays mounted once the containers are gone
+	if [[ -n ${PM_RUN:-} && -d $PM_RUN ]] && ! findmnt -rn -o TARGET | grep -qF "$PM_RUN/"; then
+		rm -rf "$PM_RUN"
 	fi
 	sfs_cleanup_file
 }
@@ -59,13 +66,18 @@ pm_ready() {
 # A private podman: its storage on the image, stackfs as mount program,
 # runc on cgroupfs, default ulimits root can set here (it lacks
 # CAP_SYS_RESOURCE, so podman's 1048576 open files fail), no events,
-# networks or state outside $PM_DIR.
+# networks or state outside $PM_DIR, $PM_RUN and the storage. conmon runs
+# `podman container cleanup` with --root, --runroot and --tmpdir but not
+# this configuration: its database stays in the storage (no static_dir),
+# and its runroot is short (podman 4.3's cleanup refuses one over 50
+# characters), or the cleanup fails and every `podman run` waits 20 s for
+# the exit it would have recorded ("Exceeded conmon timeout").
 pm_config() {
-	mkdir -p "$PM_DIR/run" "$PM_DIR/tmp" "$PM_DIR/static" "$PM_DIR/volumes" "$PM_STORE"
+	mkdir -p "$PM_DIR/tmp" "$PM_DIR/volumes" "$PM_STORE"
 	cat >"$CONTAINERS_STORAGE_CONF" <<-EOF
 		[storage]
 		driver = "overlay"
-		runroot = "$PM_DIR/run"
+		runroot = "$PM_RUN"
 		graphroot = "$PM_STORE"
 		[storage.options.overlay]
 		mount_program = "$SFS"
@@ -79,7 +91,6 @@ pm_config() {
 		runtime = "$PM_RUNTIME"
 		events_logger = "none"
 		tmp_dir = "$PM_DIR/tmp"
-		static_dir = "$PM_DIR/static"
 		volume_path = "$PM_DIR/volumes"
 	EOF
 }
