@@ -300,11 +300,25 @@ END {
 		print ""
 	}
 
+	if (("scale_walk" SUBSEP "stackfs") in n) {
+		print "## Scale: a cold stat walk of a large lower tree"
+		print ""
+		ne = mv["scale_entries", 1]
+		s1 = med("scale_walk", "stackfs"); s2 = med("scale_walk", "overlayfs")
+		r0 = mv["scale_rss0", 1]; r1 = mv["scale_rss1", 1]
+		printf "`bt walk` of %d entries (1000 dirs) of a lower branch, through a fresh mount over an empty upper, cold (once each).\n\n", ne
+		print "| stackfs | overlayfs | stackfs/ovl | daemon RSS after mount | after the walk | per cached inode | fds the daemon holds after |"
+		print "|---|---|---|---|---|---|---|"
+		per = (ne > 0) ? (r1 - r0) * 1024 / ne : 0
+		printf "| %s s | %s s | %.2f | %d KiB | %d KiB | %d B | %d |\n\n", num(s1), num(s2), \
+			(s2 > 0) ? s1 / s2 : 0, r0, r1, per, mv["scale_fds", 1]
+	}
+
 	if (("fsck" SUBSEP "stackfs") in n) {
 		print "## fsck at scale"
 		print ""
 		ne = mv["fsck_entries", 1]
-		printf "`stackfs fsck` of a rw branch of %d entries (new files, aufs whiteouts, metadata-only copies with origin records, renamed directories with redirects) over a lower tree, cold cache, against `e2fsck -fn` of the whole ext4 filesystem both are on (once each). Target: no slower than e2fsck, memory bounded.\n\n", ne
+		printf "`stackfs fsck` of a rw branch of %d entries (new files, aufs whiteouts, metadata-only copies with origin records, renamed directories with redirects) over the lower tree above, cold cache, against `e2fsck -fn` of the whole ext4 filesystem both are on (once each). Target: no slower than e2fsck, memory bounded.\n\n", ne
 		f1 = med("fsck", "stackfs"); f2 = med("fsck", "e2fsck")
 		rss = mv["fsck_maxrss_kib", 1]
 		printf "| stackfs fsck | e2fsck -fn | ratio | stackfs fsck peak RSS | per million entries | exit status | met |\n|---|---|---|---|---|---|---|\n"
