@@ -51,8 +51,11 @@ const struct sfs_optdef sfs_optlist[] = {
 	     "requests, not by FUSE passthrough\n"),
 	OURS("uring", URING, NULL,
 	     "requests through FUSE over io_uring (Linux\n"
-	     "6.14+, the fuse module's enable_uring on);\n"
-	     "else, and by default, through /dev/fuse\n"),
+	     "6.14+) where the fuse module allows it\n"
+	     "(enable_uring), else through /dev/fuse (the\n"
+	     "default; the option logs why it is not used)\n"),
+	OURS("nouring", NOURING, NULL,
+	     "requests through /dev/fuse only\n"),
 	OURS("trace", TRACE, NULL,
 	     "log every call into a branch (the branch\n"
 	     "seam: operation, branch, path, result)\n"),

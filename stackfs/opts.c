@@ -432,7 +432,10 @@ static int flag(struct sfs_opts *o, int key)
 		o->nopassthrough = 1;
 		break;
 	case SFS_OPTK_URING:
-		o->uring = 1;
+		o->uring = o->uring_asked = 1;
+		break;
+	case SFS_OPTK_NOURING:
+		o->uring = o->uring_asked = 0;
 		break;
 	case SFS_OPTK_TRACE:
 		o->trace = 1;
@@ -503,6 +506,7 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *out)
 	case SFS_OPTK_UPGRADE:
 	case SFS_OPTK_NOPASSTHROUGH:
 	case SFS_OPTK_URING:
+	case SFS_OPTK_NOURING:
 	case SFS_OPTK_USERXATTR:
 	case SFS_OPTK_NOACL:
 	case SFS_OPTK_TRACE:
@@ -534,6 +538,10 @@ int sfs_opts_parse(struct fuse_args *args, struct sfs_opts *o)
 	o->timeout = 60.0;
 	o->readahead_kb = SFS_READAHEAD_DEFAULT_KIB;
 	o->whiteout = SFS_WH_AUFS;
+	/* FUSE over io_uring where the kernel offers it (an administrator
+	 * allowed it): under a CPU load its per-CPU entries serve a caller
+	 * far sooner than threads reading /dev/fuse (NOTES.md) */
+	o->uring = 1;
 	fsname_given = squash_root = 0;
 	/* state of an earlier parse (the fuzzer parses many) */
 	sfs_mountflags_reset();

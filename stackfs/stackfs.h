@@ -44,6 +44,7 @@ struct sfs_opts {
 	int writeback;            /* the kernel's writeback cache */
 	int nopassthrough;        /* serve all data by requests */
 	int uring;                /* requests through FUSE over io_uring */
+	int uring_asked;          /* -o uring: say why when it cannot be */
 	int trace;                /* log every call into a branch */
 	int coherent;             /* watch the ro branches (coherent.c) */
 	int noacl;                /* no POSIX ACLs in the view */
@@ -681,8 +682,9 @@ void sfs_pt_release(struct sfs_file *f);
 void sfs_pt_reply_with(const struct sfs_file *f);
 
 /* ---- uring.c: FUSE over io_uring, a transport beside /dev/fuse -------- */
-/* Whether the options allow it (before the loop). */
-void sfs_uring_want(bool wanted);
+/* Whether the options allow it, and whether they asked for it (a
+ * warning then when the kernel does not offer it). Before the loop. */
+void sfs_uring_want(bool wanted, bool asked);
 /* The INIT request's flags2: does the kernel offer it? */
 void sfs_uring_see_init(uint32_t flags2);
 /* Offered and allowed: the INIT reply will take it (sfs_op_init turns

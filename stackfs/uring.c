@@ -16,7 +16,13 @@
  * One entry per thread: the kernel gives a request to an entry that
  * waits for one, and an entry waits only while its thread is idle, so a
  * slow request (a copy-up) never holds up another on its CPU while that
- * CPU's queue has another thread. */
+ * CPU's queue has another thread. The kernel takes the entry that came
+ * back last, so a steady caller is served by the same, warm thread: under
+ * a CPU load that is what keeps the daemon as quick as a single-threaded
+ * server, where threads reading /dev/fuse are woken in turn (NOTES.md).
+ *
+ * Used by default where the kernel offers it; -o nouring keeps
+ * /dev/fuse alone, -o uring says why when it cannot be used. */
 #include <errno.h>
 #include <liburing.h>
 #include <pthread.h>
@@ -74,6 +80,7 @@ struct ur_ent {
 
 static struct {
 	bool wanted;              /* options allow it */
+	bool by_option;           /* -o uring said so */
 	bool offered;             /* the kernel's INIT offered it */
 	bool asked;               /* our INIT reply took it */
 	atomic_int active;        /* entries serve requests */
@@ -87,9 +94,10 @@ static struct {
 
 static __thread struct ur_ent *cur;
 
-void sfs_uring_want(bool wanted)
+void sfs_uring_want(bool wanted, bool asked)
 {
 	ur.wanted = wanted;
+	ur.by_option = asked;
 }
 
 void sfs_uring_see_init(uint32_t flags2)
@@ -108,7 +116,7 @@ bool sfs_uring_patch_init(uint32_t *flags2, uint32_t max_write, uint16_t max_pag
 {
 	size_t cap = 8192;
 
-	if (ur.wanted && !ur.offered)
+	if (ur.by_option && !ur.offered)
 		sfs_log(SFS_LOG_WARN, "-o uring: the kernel does not offer FUSE over io_uring "
 			"(Linux 6.14+, with /sys/module/fuse/parameters/enable_uring on); "
 			"requests go through /dev/fuse");
@@ -274,12 +282,10 @@ static void *ent_thread(void *arg)
 	return NULL;
 }
 
-/* Entries (threads) per CPU queue: enough that a slow request leaves
- * others to serve its CPU, few enough for a large machine. */
-static unsigned depth_for(unsigned nqueues)
-{
-	return nqueues > 16 ? 2 : 4;
-}
+/* Entries (threads) per CPU queue: two, so that a slow request leaves
+ * another to serve its CPU. Each holds a payload of the largest request
+ * (1 MiB), resident only as far as replies touched it. */
+#define UR_DEPTH 2u
 
 static int ent_init(struct ur_ent *e, uint16_t qid)
 {
@@ -307,7 +313,7 @@ static int ent_init(struct ur_ent *e, uint16_t qid)
  * initialised and takes registrations. Starts one thread per entry. */
 void sfs_uring_start(struct fuse_session *se, int devfd)
 {
-	unsigned depth, i;
+	unsigned depth = UR_DEPTH, i;
 	int ret = 0;
 	pthread_attr_t attr;
 
@@ -316,7 +322,6 @@ void sfs_uring_start(struct fuse_session *se, int devfd)
 	ur.se = se;
 	ur.devfd = devfd;
 	ur.nqueues = possible_cpus();
-	depth = depth_for(ur.nqueues);
 	ur.nents = ur.nqueues * depth;
 	ur.ents = calloc(ur.nents, UR_ENT_SIZE);
 	if (!ur.ents) {
