@@ -166,7 +166,8 @@ static int submit_cmd(struct ur_ent *e, uint32_t op, uint64_t commit_id)
 	memset(sqe->cmd, 0, 80);
 	req->commit_id = commit_id;
 	req->qid = e->qid;
-	ret = io_uring_submit(&e->ring);
+	while ((ret = io_uring_submit(&e->ring)) == -EINTR)
+		;
 	return ret < 0 ? ret : 0;
 }
 
@@ -232,6 +233,19 @@ static void serve(struct ur_ent *e)
 	pthread_mutex_unlock(&e->lock);
 }
 
+/* The next completion of e's ring. A signal (SIGSTOP and SIGCONT, a
+ * tracer attaching) interrupts the wait, never the command: waited for
+ * again. A thread that left here would take its entry with it, and the
+ * request the kernel gives that entry would fail (ECANCELED). */
+static int wait_cqe(struct ur_ent *e, struct io_uring_cqe **cqe)
+{
+	int ret;
+
+	while ((ret = io_uring_wait_cqe(&e->ring, cqe)) == -EINTR)
+		;
+	return ret;
+}
+
 /* Registers e; the kernel answers EAGAIN until INIT is done. */
 static int register_ent(struct ur_ent *e, struct io_uring_cqe **cqe)
 {
@@ -240,7 +254,7 @@ static int register_ent(struct ur_ent *e, struct io_uring_cqe **cqe)
 	for (int tries = 0; tries < 100; tries++) {
 		if ((ret = submit_cmd(e, UR_CMD_REGISTER, 0)) < 0)
 			return ret;
-		if ((ret = io_uring_wait_cqe(&e->ring, cqe)) < 0)
+		if ((ret = wait_cqe(e, cqe)) < 0)
 			return ret;
 		if ((*cqe)->res != -EAGAIN)
 			return 0;
@@ -271,8 +285,7 @@ static void *ent_thread(void *arg)
 		serve(e);
 		if ((ret = submit_cmd(e, UR_CMD_COMMIT_AND_FETCH, e->hdr.io.commit_id)) < 0)
 			break;
-		while ((ret = io_uring_wait_cqe(&e->ring, &cqe)) == -EINTR)
-			;
+		ret = wait_cqe(e, &cqe);
 	}
 	if (ret < 0)
 		sfs_log(SFS_LOG_ERR, "io_uring entry of CPU %u stops: %s", e->qid,

@@ -53,6 +53,24 @@ uring_mount() {
 	)
 }
 
+# answered_or_abort PID: PID (a process waiting on the view) ends within
+# 10 s; else the mount's FUSE connection is aborted (through fusectl) so
+# that it and the test can end at all, and this fails: a request given to
+# a ring entry whose thread is gone is never answered, and its caller
+# cannot be killed
+answered_or_abort() {
+	local i dev ctl=/sys/fs/fuse/connections
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	# the mount's device from mountinfo: a stat of it would hang too
+	dev=$(awk -v m="$MNT" '$5 == m { print $3 }' /proc/self/mountinfo)
+	[[ -d $ctl/${dev#*:} ]] || mount -t fusectl none "$ctl" 2>/dev/null
+	echo 1 >"$ctl/${dev#*:}/abort"
+	return 1
+}
+
 # status_of KEY: the value of KEY in `stackfs status` of the mount
 status_of() {
 	"$SFS" status "$MNT" | awk -v k="$1" '$1 == k { print $2 }'
@@ -186,4 +204,36 @@ traffic() {
 	"$SFS" umount "$MNT"
 	run timeout 10 bash -c "while [[ -e /proc/$pid ]]; do sleep 0.1; done"
 	assert_success
+}
+
+@test "regression: io_uring: the daemon stopped and continued, then traced, keeps every entry; no request fails" {
+	[[ $(cat "$URING_PARAM") == Y ]] || fail "enable_uring is off"
+	sfs_require_cmd strace
+	log=$BATS_TEST_TMPDIR/log
+	uring_mount "nopassthrough,log=$log"
+	pid=$(sfs_daemon_pid "$MNT")
+	for round in 1 2 3; do
+		kill -STOP "$pid"
+		(stat "$MNT/big" >/dev/null) &
+		sleep 0.3
+		kill -CONT "$pid"
+		answered_or_abort $! || fail "a stat across SIGSTOP/SIGCONT got no answer (round $round)"
+		wait $! || fail "a stat across SIGSTOP/SIGCONT failed"
+	done
+	# a tracer attaching interrupts every thread's wait (the copy-ups below
+	# were answered ECANCELED when an interrupted wait ended its entry)
+	strace -f -qq -o /dev/null -p "$pid" &
+	tracer=$!
+	sleep 1
+	for ((i = 0; i < 20; i++)); do
+		echo "$i" >>"$MNT/many/entry-with-a-longish-name-$i" || fail "write $i failed under strace"
+	done
+	kill "$tracer"
+	wait "$tracer" || true
+	for ((i = 0; i < 200; i++)); do
+		stat "$MNT/many/entry-with-a-longish-name-$i" >/dev/null || fail "stat $i failed"
+	done
+	run grep -c 'io_uring entry .* stops' "$log"
+	assert_output 0
+	(($(status_of uring_requests) > 200)) || fail "the rings served $(status_of uring_requests) requests"
 }
