@@ -52,10 +52,10 @@ const struct sfs_optdef sfs_optlist[] = {
 	OURS("uring", URING, NULL,
 	     "requests through FUSE over io_uring (Linux\n"
 	     "6.14+) where the fuse module allows it\n"
-	     "(enable_uring), else through /dev/fuse (the\n"
-	     "default; the option logs why it is not used)\n"),
+	     "(enable_uring), else through /dev/fuse, and\n"
+	     "the log says why\n"),
 	OURS("nouring", NOURING, NULL,
-	     "requests through /dev/fuse only\n"),
+	     "requests through /dev/fuse only (default)\n"),
 	OURS("trace", TRACE, NULL,
 	     "log every call into a branch (the branch\n"
 	     "seam: operation, branch, path, result)\n"),

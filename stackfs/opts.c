@@ -538,10 +538,6 @@ int sfs_opts_parse(struct fuse_args *args, struct sfs_opts *o)
 	o->timeout = 60.0;
 	o->readahead_kb = SFS_READAHEAD_DEFAULT_KIB;
 	o->whiteout = SFS_WH_AUFS;
-	/* FUSE over io_uring where the kernel offers it (an administrator
-	 * allowed it): under a CPU load its per-CPU entries serve a caller
-	 * far sooner than threads reading /dev/fuse (NOTES.md) */
-	o->uring = 1;
 	fsname_given = squash_root = 0;
 	/* state of an earlier parse (the fuzzer parses many) */
 	sfs_mountflags_reset();

@@ -165,7 +165,7 @@ static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
 	n = writev(fd, iov, count);
 	/* the kernel takes registrations once it has this reply */
 	if (uring && n >= 0)
-		sfs_uring_start(pt.se, fd);
+		sfs_uring_start();
 	return n;
 }
 
@@ -195,6 +195,7 @@ int sfs_pt_setup(struct fuse_session *se, bool wanted)
 	pt.wanted = wanted;
 	pt.se = se;
 	pt.devfd = fuse_session_fd(se);
+	sfs_uring_attach(se, pt.devfd);
 	return fuse_session_custom_io(se, &io, pt.devfd);
 }
 

@@ -690,11 +690,14 @@ void sfs_uring_see_init(uint32_t flags2);
 /* Offered and allowed: the INIT reply will take it (sfs_op_init turns
  * splice off then: ring replies are copied into the entry). */
 bool sfs_uring_planned(void);
-/* Adds the flag to the INIT reply's flags2 when planned; notes the
- * largest payload. Returns whether it did. */
+/* Adds the flag to the INIT reply's flags2 when planned and the rings and
+ * their threads could be made (none is offered otherwise: the kernel
+ * would hold every request for them). Returns whether it did. */
 bool sfs_uring_patch_init(uint32_t *flags2, uint32_t max_write, uint16_t max_pages);
-/* After that INIT reply is written: registers the entries, one thread each. */
-void sfs_uring_start(struct fuse_session *se, int devfd);
+/* The session and its /dev/fuse fd (sfs_pt_setup, before the loop). */
+void sfs_uring_attach(struct fuse_session *se, int devfd);
+/* After that INIT reply is written: the prepared threads register. */
+void sfs_uring_start(void);
 /* After the loop: waits (at most 5 s) until no ring thread serves. */
 void sfs_uring_stop(void);
 /* Whether ring entries serve requests. */

@@ -21,8 +21,7 @@
  * a CPU load that is what keeps the daemon as quick as a single-threaded
  * server, where threads reading /dev/fuse are woken in turn (NOTES.md).
  *
- * Used by default where the kernel offers it; -o nouring keeps
- * /dev/fuse alone, -o uring says why when it cannot be used. */
+ * Used with -o uring, where the kernel offers it (else it says why). */
 #include <errno.h>
 #include <liburing.h>
 #include <pthread.h>
@@ -90,9 +89,14 @@ static struct {
 	struct ur_ent *ents;
 	unsigned nents, nqueues;
 	atomic_uint running;      /* threads still serving */
-} ur = { .devfd = -1 };
+	pthread_mutex_t go_lock;
+	pthread_cond_t go_cv;
+	int go;                   /* 1: INIT is answered, register; -1: end */
+} ur = { .devfd = -1, .go_lock = PTHREAD_MUTEX_INITIALIZER, .go_cv = PTHREAD_COND_INITIALIZER };
 
 static __thread struct ur_ent *cur;
+
+static int prepare(void);
 
 void sfs_uring_want(bool wanted, bool asked)
 {
@@ -115,6 +119,7 @@ bool sfs_uring_planned(void)
 bool sfs_uring_patch_init(uint32_t *flags2, uint32_t max_write, uint16_t max_pages)
 {
 	size_t cap = 8192;
+	int ret;
 
 	if (ur.by_option && !ur.offered)
 		sfs_log(SFS_LOG_WARN, "-o uring: the kernel does not offer FUSE over io_uring "
@@ -127,6 +132,12 @@ bool sfs_uring_patch_init(uint32_t *flags2, uint32_t max_write, uint16_t max_pag
 	if (cap < (size_t)max_pages * 4096)
 		cap = (size_t)max_pages * 4096;
 	ur.payload_cap = cap;
+	ret = prepare();
+	if (ret < 0) {
+		sfs_log(SFS_LOG_WARN, "io_uring cannot be used here (%s): requests go through "
+			"/dev/fuse", strerror(-ret));
+		return false;
+	}
 	*flags2 |= UR_FLAGS2_OVER_IO_URING;
 	ur.asked = true;
 	return true;
@@ -251,7 +262,7 @@ static int register_ent(struct ur_ent *e, struct io_uring_cqe **cqe)
 {
 	int ret;
 
-	for (int tries = 0; tries < 100; tries++) {
+	for (int tries = 0; tries < 1000; tries++) {
 		if ((ret = submit_cmd(e, UR_CMD_REGISTER, 0)) < 0)
 			return ret;
 		if ((ret = wait_cqe(e, cqe)) < 0)
@@ -264,13 +275,34 @@ static int register_ent(struct ur_ent *e, struct io_uring_cqe **cqe)
 	return -EAGAIN;
 }
 
+/* Waits until the INIT reply that took io_uring is written: 1 to go on. */
+static int wait_go(void)
+{
+	int go;
+
+	pthread_mutex_lock(&ur.go_lock);
+	while (!ur.go)
+		pthread_cond_wait(&ur.go_cv, &ur.go_lock);
+	go = ur.go;
+	pthread_mutex_unlock(&ur.go_lock);
+	return go;
+}
+
+static void set_go(int go)
+{
+	pthread_mutex_lock(&ur.go_lock);
+	ur.go = go;
+	pthread_cond_broadcast(&ur.go_cv);
+	pthread_mutex_unlock(&ur.go_lock);
+}
+
 static void *ent_thread(void *arg)
 {
 	struct ur_ent *e = arg;
 	struct io_uring_cqe *cqe;
 	int ret, res;
 
-	ret = register_ent(e, &cqe);
+	ret = wait_go() == 1 ? register_ent(e, &cqe) : -ECANCELED;
 	while (ret == 0) {
 		res = cqe->res;
 		io_uring_cqe_seen(&e->ring, cqe);
@@ -287,7 +319,7 @@ static void *ent_thread(void *arg)
 			break;
 		ret = wait_cqe(e, &cqe);
 	}
-	if (ret < 0)
+	if (ret < 0 && ret != -ECANCELED)
 		sfs_log(SFS_LOG_ERR, "io_uring entry of CPU %u stops: %s", e->qid,
 			strerror(-ret));
 	if (atomic_fetch_sub(&ur.running, 1) == 1)
@@ -322,49 +354,57 @@ static int ent_init(struct ur_ent *e, uint16_t qid)
 #define UR_ENT_SIZE (sizeof(struct ur_ent) + 2 * sizeof(struct iovec))
 #define ENT(i) ((struct ur_ent *)((char *)ur.ents + (size_t)(i) * UR_ENT_SIZE))
 
-/* After the INIT reply that took io_uring is written: the kernel is
- * initialised and takes registrations. Starts one thread per entry. */
-void sfs_uring_start(struct fuse_session *se, int devfd)
+/* Everything the rings need, made before the INIT reply offers the
+ * kernel io_uring: once it has taken it, the kernel holds every request
+ * until each CPU's queue has an entry, so an io_uring refused here (a
+ * seccomp filter, io_uring_disabled, valgrind) or a thread that cannot
+ * start must keep the flag out of the reply instead. The threads wait
+ * until the reply is written (sfs_uring_start). 0 or -errno. */
+static int prepare(void)
 {
-	unsigned depth = UR_DEPTH, i;
+	unsigned i;
 	int ret = 0;
 	pthread_attr_t attr;
 
-	if (!ur.asked || ur.ents)
-		return;
-	ur.se = se;
-	ur.devfd = devfd;
 	ur.nqueues = possible_cpus();
-	ur.nents = ur.nqueues * depth;
+	ur.nents = ur.nqueues * UR_DEPTH;
 	ur.ents = calloc(ur.nents, UR_ENT_SIZE);
-	if (!ur.ents) {
-		sfs_log(SFS_LOG_ERR, "io_uring: %s; requests go through /dev/fuse",
-			strerror(ENOMEM));
-		return;
-	}
+	if (!ur.ents)
+		return -ENOMEM;
 	for (i = 0; i < ur.nents && ret == 0; i++)
-		ret = ent_init(ENT(i), (uint16_t)(i / depth));
-	if (ret < 0) {
-		/* the kernel waits for every queue: none is registered yet */
-		sfs_log(SFS_LOG_ERR, "io_uring: %s; requests go through /dev/fuse",
-			strerror(-ret));
-		return;
-	}
-	atomic_store(&ur.active, 1);
-	atomic_store(&ur.running, ur.nents);
+		ret = ent_init(ENT(i), (uint16_t)(i / UR_DEPTH));
+	if (ret < 0)
+		return ret;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	for (i = 0; i < ur.nents; i++) {
+	for (i = 0; i < ur.nents && ret == 0; i++) {
 		pthread_t t;
 
+		atomic_fetch_add(&ur.running, 1);
 		if (pthread_create(&t, &attr, ent_thread, ENT(i)) != 0) {
-			sfs_log(SFS_LOG_ERR, "io_uring: cannot start a thread for CPU %u",
-				ENT(i)->qid);
 			atomic_fetch_sub(&ur.running, 1);
+			ret = -EAGAIN;
 		}
 	}
 	pthread_attr_destroy(&attr);
-	sfs_log(SFS_LOG_INFO, "io_uring: %u queues of %u entries", ur.nqueues, depth);
+	if (ret < 0)
+		set_go(-1); /* those started end */
+	return ret;
+}
+
+void sfs_uring_attach(struct fuse_session *se, int devfd)
+{
+	ur.se = se;
+	ur.devfd = devfd;
+}
+
+void sfs_uring_start(void)
+{
+	if (!ur.asked)
+		return;
+	atomic_store(&ur.active, 1);
+	set_go(1);
+	sfs_log(SFS_LOG_INFO, "io_uring: %u queues of %u entries", ur.nqueues, UR_DEPTH);
 }
 
 /* After the session's loop: the kernel has ended every entry (ENOTCONN)

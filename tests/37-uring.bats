@@ -1,14 +1,16 @@
 #!/usr/bin/env bats
-# FUSE over io_uring (stackfs/uring.c): by default, where the fuse module
-# allows it (enable_uring; tests/run sets it for the suite, so every file
-# runs through the rings), requests and replies go through ring entries
-# the daemon registers per CPU, not read(2)/writev(2) of /dev/fuse.
+# FUSE over io_uring (stackfs/uring.c, -o uring): where the fuse module
+# allows it (enable_uring; tests/run sets it for the suite), requests and
+# replies go through ring entries the daemon registers per CPU, not
+# read(2)/writev(2) of /dev/fuse.
 # `stackfs status` says `uring on` and counts the requests served that way
 # (uring_requests). The data that travels both ways, at the largest sizes
 # the kernel sends (1 MiB writes, 1 MiB reads, 64 KiB xattrs, long readdir
-# replies), must be the branch's; with -o nouring, or where the module
-# refuses, /dev/fuse serves (-o uring then says why); a daemon killed or
-# unmounted with live rings leaves cleanly.
+# replies), must be the branch's; by default, with -o nouring, where the
+# module refuses or where io_uring cannot be set up, /dev/fuse serves (-o
+# uring then says why, and the mount never waits for rings that will not
+# come); a daemon killed, stopped, traced or unmounted with live rings
+# loses no request.
 
 load helpers/common
 
@@ -105,9 +107,9 @@ traffic() {
 	assert_output --partial "No such file or directory"
 }
 
-@test "io_uring: by default, requests and replies of every size go through the rings; the data is the branch's" {
+@test "io_uring: requests and replies of every size go through the rings; the data is the branch's" {
 	[[ $(cat "$URING_PARAM") == Y ]] || fail "enable_uring is off"
-	uring_mount nopassthrough
+	uring_mount nopassthrough,uring
 	run -0 status_of uring
 	assert_output on
 	traffic
@@ -129,8 +131,12 @@ traffic() {
 	(($(status_of uring_requests) > 0)) || fail "no request went through the rings"
 }
 
-@test "io_uring: -o nouring sends every request through /dev/fuse, with the same results" {
-	sfs_mount "$UP:$LO=ro" "$MNT" nopassthrough,nouring
+@test "io_uring: by default (and with -o nouring) every request goes through /dev/fuse, with the same results" {
+	sfs_mount "$UP:$LO=ro" "$MNT" nopassthrough
+	run -0 status_of uring
+	assert_output off
+	"$SFS" umount "$MNT"
+	sfs_mount "$UP:$LO=ro" "$MNT" nopassthrough,uring,nouring
 	run -0 status_of uring
 	assert_output off
 	traffic
@@ -210,7 +216,7 @@ traffic() {
 	[[ $(cat "$URING_PARAM") == Y ]] || fail "enable_uring is off"
 	sfs_require_cmd strace
 	log=$BATS_TEST_TMPDIR/log
-	uring_mount "nopassthrough,log=$log"
+	uring_mount "nopassthrough,uring,log=$log"
 	pid=$(sfs_daemon_pid "$MNT")
 	for round in 1 2 3; do
 		kill -STOP "$pid"
@@ -236,4 +242,30 @@ traffic() {
 	run grep -c 'io_uring entry .* stops' "$log"
 	assert_output 0
 	(($(status_of uring_requests) > 200)) || fail "the rings served $(status_of uring_requests) requests"
+}
+
+@test "regression: -o uring where io_uring cannot be set up (kernel.io_uring_disabled) serves through /dev/fuse at once and says why" {
+	[[ $(cat "$URING_PARAM") == Y ]] || fail "enable_uring is off"
+	[[ -w /proc/sys/kernel/io_uring_disabled ]] || skip "no kernel.io_uring_disabled here"
+	log=$BATS_TEST_TMPDIR/log
+	(
+		exec 9>"$URING_LOCK"
+		flock 9
+		was=$(cat /proc/sys/kernel/io_uring_disabled)
+		echo 2 >/proc/sys/kernel/io_uring_disabled
+		# the kernel would hold every request for rings that never come:
+		# a mount that hangs fails here, bounded
+		timeout 20 "$SFS" mount -o "nopassthrough,uring,log=$log" "$UP:$LO=ro" "$MNT" &&
+			timeout 20 stat "$MNT/big" >/dev/null # INIT is answered by now
+		rc=$?
+		echo "$was" >/proc/sys/kernel/io_uring_disabled
+		exit $rc
+	)
+	sfs_record stackfs "$MNT"
+	run -0 timeout 20 cat "$MNT/big"
+	run -0 status_of uring
+	assert_output off
+	run -0 cat "$log"
+	assert_output --partial "io_uring cannot be used here"
+	cmp "$LO/big" "$MNT/big"
 }
