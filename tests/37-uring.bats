@@ -43,15 +43,17 @@ teardown() {
 	sfs_cleanup
 }
 
-# uring_mount OPTS: UP:LO on MNT with OPTS, under the lock of the module's
-# setting (one test turns it off for a moment; the ext4 and XFS runs go
-# side by side)
+# uring_mount OPTS: UP:LO on MNT with OPTS, under the lock of the global
+# settings two tests turn off for a moment (enable_uring and
+# kernel.io_uring_disabled; the ext4 and XFS runs go side by side), held
+# until the daemon has answered INIT (which any request waits for): that
+# is when it reads them
 URING_LOCK=/tmp/stackfs-uring-param.lock
 uring_mount() {
 	(
 		exec 9>"$URING_LOCK"
 		flock 9
-		sfs_mount "$UP:$LO=ro" "$MNT" "$1"
+		sfs_mount "$UP:$LO=ro" "$MNT" "$1" && stat "$MNT/big" >/dev/null
 	)
 }
 
@@ -152,8 +154,10 @@ traffic() {
 	(
 		exec 9>"$URING_LOCK"
 		flock 9
+		trap 'echo Y >"$URING_PARAM"' EXIT
 		echo N >"$URING_PARAM"
-		sfs_mount "$UP:$LO=ro" "$MNT" "nopassthrough,uring,log=$log"
+		sfs_mount "$UP:$LO=ro" "$MNT" "nopassthrough,uring,log=$log" &&
+			stat "$MNT/big" >/dev/null # INIT is answered by now
 		rc=$?
 		echo Y >"$URING_PARAM"
 		exit $rc
@@ -200,7 +204,7 @@ traffic() {
 	# the reader sees the connection gone, not a hang
 	run timeout 10 bash -c "while kill -0 $loop 2>/dev/null; do sleep 0.1; done"
 	assert_success
-	run stat "$MNT/big"
+	run stat "$MNT/never-looked-up"  # not in the kernel's cache
 	assert_failure
 	assert_output --partial "Transport endpoint is not connected"
 	umount "$MNT"
@@ -252,6 +256,8 @@ traffic() {
 		exec 9>"$URING_LOCK"
 		flock 9
 		was=$(cat /proc/sys/kernel/io_uring_disabled)
+		# put back however the subshell ends: the whole machine's setting
+		trap 'echo "$was" >/proc/sys/kernel/io_uring_disabled' EXIT
 		echo 2 >/proc/sys/kernel/io_uring_disabled
 		# the kernel would hold every request for rings that never come:
 		# a mount that hangs fails here, bounded
