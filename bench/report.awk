@@ -276,7 +276,7 @@ END {
 		data = mv["chown_data_kib", 1]
 		print "## Metadata-only copy-up: chown -R (issue 19)"
 		print ""
-		printf "`chown -R` of a lower tree (%s) through each union: stackfs (`-o metacopy=on`), kernel overlayfs with `metacopy=on,redirect_dir=on` (overlayfs-mc), fuse-overlayfs, and stackfs `-o metacopy=off` (whole copies). The upper's disk use is `du -sk` of the upper after the sync (stackfs's includes its `.stackfs`), as a share of the tree's %d KiB. Targets: stackfs ≤ 1.5× overlayfs-mc, and its upper < 1%% of the data.\n\n", label["chown"], data
+		printf "`chown -R` of a lower tree (%s) through each union: stackfs (metadata-only copy-up, its default), kernel overlayfs with `metacopy=on,redirect_dir=on` (overlayfs-mc), fuse-overlayfs, and stackfs `-o metacopy=off` (whole copies). The upper's disk use is `du -sk` of the upper after the sync (stackfs's includes its `.stackfs`), as a share of the tree's %d KiB. Targets: stackfs ≤ 1.5× overlayfs-mc, and its upper < 1%% of the data.\n\n", label["chown"], data
 		print "| system | chown -R | + sync | ×overlayfs-mc | upper KiB | upper / data | met |"
 		print "|---|---|---|---|---|---|---|"
 		split("stackfs overlayfs-mc fuse-overlayfs stackfs-mcoff", cs, " ")
