@@ -171,7 +171,7 @@ static struct timespec time_of(int set, int now_flag, int to_set,
 static int set_times(int fd, int openfd, const struct stat *attr, int to_set)
 {
 	struct timespec tv[2];
-	int r, kept;
+	int r;
 
 	tv[0] = time_of(FUSE_SET_ATTR_ATIME, FUSE_SET_ATTR_ATIME_NOW, to_set, &attr->st_atim);
 	tv[1] = time_of(FUSE_SET_ATTR_MTIME, FUSE_SET_ATTR_MTIME_NOW, to_set, &attr->st_mtim);
@@ -179,11 +179,6 @@ static int set_times(int fd, int openfd, const struct stat *attr, int to_set)
 		r = sfs_do_utimensat(openfd, NULL, tv, 0);
 	else
 		r = sfs_do_utimensat(fd, "", tv, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
-	/* a metacopy whose fill was killed keeps the times it must end with:
-	 * those set now (the change itself is done: not failed for this) */
-	if (r == 0 && (kept = sfs_metacopy_times_follow(fd)) < 0)
-		sfs_log(SFS_LOG_WARN, "cannot update the times a metacopy keeps: %s",
-			strerror(-kept));
 	return r < 0 ? r : 0;
 }
 
@@ -195,6 +190,25 @@ static int set_mode(int fd, int openfd, mode_t mode)
 static int set_size(int fd, int openfd, off_t size)
 {
 	return sfs_do_truncate(openfd >= 0 ? openfd : fd, size);
+}
+
+/* The times SETATTR can set. */
+#define SETATTR_TIMES (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | \
+		       FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW)
+
+/* A metacopy whose fill was killed keeps the times it must end with
+ * (union/metacopy_fill.c): those just set become them. Only for a
+ * metacopy (no xattr read on every utimes); the change itself is done,
+ * so it is not failed for this. */
+static void follow_kept_times(const struct sfs_stack *st, int to_set)
+{
+	int ret;
+
+	if (!st->metacopy || !(to_set & SETATTR_TIMES))
+		return;
+	if ((ret = sfs_metacopy_times_follow(st->l[0].fd)) < 0)
+		sfs_log(SFS_LOG_WARN, "cannot update the times a metacopy keeps: %s",
+			strerror(-ret));
 }
 
 /* The changes a SETATTR can carry besides a ctime. */
@@ -224,8 +238,7 @@ static int setattr_layer(int fd, int openfd, const struct stat *attr, int to_set
 		ret = -errno;
 	if (ret == 0 && (to_set & FUSE_SET_ATTR_SIZE))
 		ret = set_size(fd, openfd, attr->st_size);
-	if (ret == 0 && (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
-				   FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW)))
+	if (ret == 0 && (to_set & SETATTR_TIMES))
 		ret = set_times(fd, openfd, attr, to_set);
 	return ret;
 }
@@ -242,6 +255,8 @@ void sfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 
 	if (ret == 0) {
 		ret = setattr_layer(st->l[0].fd, f ? sfs_file_fd(f) : -1, attr, to_set);
+		if (ret == 0)
+			follow_kept_times(st, to_set);
 		if (ret == 0)
 			ret = sfs_sync_changed(st->l[0].fd);
 		sfs_stack_put(st);

@@ -86,7 +86,6 @@ static struct {
 	uint64_t init_unique;     /* the INIT request being answered */
 	atomic_int active;        /* negotiated, and backing files open */
 	int devfd;                /* /dev/fuse, for the backing ioctls */
-	struct fuse_session *se;
 } pt = { .init_unique = UINT64_MAX, .devfd = -1 };
 
 /* The backing id the open or create reply this thread sends carries. */
@@ -193,7 +192,6 @@ int sfs_pt_setup(struct fuse_session *se, bool wanted)
 	};
 
 	pt.wanted = wanted;
-	pt.se = se;
 	pt.devfd = fuse_session_fd(se);
 	sfs_uring_attach(se, pt.devfd);
 	return fuse_session_custom_io(se, &io, pt.devfd);
