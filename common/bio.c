@@ -445,31 +445,63 @@ int sfs_do_statx_attrs(int fd, uint64_t *attrs)
 	return (int)done("statx", fd, "", NULL, r, NULL);
 }
 
+static void stat_of_statx(const struct statx *x, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_dev = makedev(x->stx_dev_major, x->stx_dev_minor);
+	st->st_ino = x->stx_ino;
+	st->st_mode = x->stx_mode;
+	st->st_nlink = x->stx_nlink;
+	st->st_uid = x->stx_uid;
+	st->st_gid = x->stx_gid;
+	st->st_rdev = makedev(x->stx_rdev_major, x->stx_rdev_minor);
+	st->st_size = (off_t)x->stx_size;
+	st->st_blksize = (blksize_t)x->stx_blksize;
+	st->st_blocks = (blkcnt_t)x->stx_blocks;
+	st->st_atim = (struct timespec){ x->stx_atime.tv_sec, x->stx_atime.tv_nsec };
+	st->st_mtim = (struct timespec){ x->stx_mtime.tv_sec, x->stx_mtime.tv_nsec };
+	st->st_ctim = (struct timespec){ x->stx_ctime.tv_sec, x->stx_ctime.tv_nsec };
+}
+
 int sfs_do_statx(int fd, struct stat *st, uint64_t *mnt)
 {
 	struct statx x;
 	int r = statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW,
 		      STATX_BASIC_STATS | STATX_MNT_ID, &x);
 
-	if (r == 0 && st) {
-		memset(st, 0, sizeof(*st));
-		st->st_dev = makedev(x.stx_dev_major, x.stx_dev_minor);
-		st->st_ino = x.stx_ino;
-		st->st_mode = x.stx_mode;
-		st->st_nlink = x.stx_nlink;
-		st->st_uid = x.stx_uid;
-		st->st_gid = x.stx_gid;
-		st->st_rdev = makedev(x.stx_rdev_major, x.stx_rdev_minor);
-		st->st_size = (off_t)x.stx_size;
-		st->st_blksize = (blksize_t)x.stx_blksize;
-		st->st_blocks = (blkcnt_t)x.stx_blocks;
-		st->st_atim = (struct timespec){ x.stx_atime.tv_sec, x.stx_atime.tv_nsec };
-		st->st_mtim = (struct timespec){ x.stx_mtime.tv_sec, x.stx_mtime.tv_nsec };
-		st->st_ctim = (struct timespec){ x.stx_ctime.tv_sec, x.stx_ctime.tv_nsec };
-	}
+	if (r == 0 && st)
+		stat_of_statx(&x, st);
 	if (r == 0 && mnt)
 		*mnt = (x.stx_mask & STATX_MNT_ID) ? x.stx_mnt_id : 0;
 	return (int)done("statx", fd, "", NULL, r, NULL);
+}
+
+/* One component: no "", ".", "..", nor a slash (statx would walk it). */
+static bool one_component(const char *name)
+{
+	return name[0] && strcmp(name, ".") && strcmp(name, "..") && !strchr(name, '/');
+}
+
+int sfs_do_statx_at(int dirfd, const char *name, struct stat *st)
+{
+	struct statx x;
+	int r;
+
+	if (!one_component(name)) {
+		errno = EINVAL;
+		return -EINVAL;
+	}
+	r = statx(dirfd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, STATX_BASIC_STATS, &x);
+	/* a mount point's root is another filesystem's inode: refused as
+	 * sfs_do_open refuses it (and where the kernel cannot tell, too) */
+	if (r == 0 && (!(x.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
+		       (x.stx_attributes & STATX_ATTR_MOUNT_ROOT))) {
+		errno = EXDEV;
+		r = -1;
+	}
+	if (r == 0)
+		stat_of_statx(&x, st);
+	return (int)done("statx", dirfd, name, NULL, r, open_ok);
 }
 
 int sfs_do_name_to_handle(int dirfd, const char *name, void *fh, int *mount_id, int flags)

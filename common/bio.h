@@ -95,6 +95,10 @@ ssize_t sfs_do_readlinkat(int dirfd, const char *name, char *buf, size_t len);
 /* statx of the fd itself (O_PATH too, never following a symlink): its
  * stat and the id of the mount it is on (mnt may be NULL). */
 int sfs_do_statx(int fd, struct stat *st, uint64_t *mnt);
+/* statx of the entry name of directory dirfd (one component), without
+ * opening it: never following a symlink or an automount, and -EXDEV for
+ * a mount point, as sfs_do_open. */
+int sfs_do_statx_at(int dirfd, const char *name, struct stat *st);
 /* The inode attributes statx reports of fd (STATX_ATTR_APPEND,
  * STATX_ATTR_IMMUTABLE...: chattr's flags without opening the file), 0
  * where the filesystem reports none. 0 or -errno. */

@@ -747,9 +747,13 @@ static int copy_up_dir(struct sfs_node *n)
 
 int sfs_node_copy_up(struct sfs_node *n, unsigned flags, struct sfs_stack **out)
 {
-	struct sfs_stack *st = sfs_node_stack(n);
-	int ret;
+	struct sfs_stack *st;
+	int ret = sfs_node_stack_open(n, &st);
 
+	if (ret < 0) { /* its inode is gone from its branch (ESTALE) */
+		sfs_stack_put(st);
+		return ret;
+	}
 	if (sfs_stack_writable(st) && !(st->metacopy && (flags & SFS_CU_DATA))) {
 		*out = st;
 		return 0;

@@ -271,10 +271,12 @@ void sfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 
 void sfs_op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
-	struct sfs_stack *st = sfs_node_stack(sfs_node_of(ino));
+	struct sfs_stack *st;
 	char buf[PATH_MAX + 1];
-	ssize_t len = sfs_do_readlinkat(st->l[0].fd, "", buf, sizeof(buf));
-	int err = errno;
+	int err = -sfs_node_stack_open(sfs_node_of(ino), &st);
+	ssize_t len = err ? -1 : sfs_do_readlinkat(st->l[0].fd, "", buf, sizeof(buf));
+
+	err = len < 0 && !err ? errno : err;
 
 	sfs_stack_put(st);
 	if (len < 0)

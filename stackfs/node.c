@@ -296,6 +296,38 @@ void sfs_node_count(struct sfs_node *n)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* Under n's lock, which it drops and takes again: a pending stack (a
+ * listed entry, lookup_listed.c) replaced by the full resolution of the
+ * node's name, unless another thread did it meanwhile. The resolution
+ * takes the parent's lock, never under a child's. */
+static int open_pending(struct sfs_node *n)
+{
+	struct sfs_stack *pend = sfs_stack_get(n->stack), *st = NULL;
+	struct sfs_node *parent = n->parent;
+	char *name = n->name ? strdup(n->name) : NULL;
+	int ret = parent && name ? 0 : -ENOMEM;
+
+	if (ret == 0)
+		sfs_node_ref(parent);
+	pthread_mutex_unlock(&n->lock);
+	if (ret == 0) {
+		ret = sfs_listed_resolve(n, parent, name, &st);
+		sfs_node_unref(parent);
+	}
+	free(name);
+	pthread_mutex_lock(&n->lock);
+	if (ret == 0 && n->stack == pend) {
+		n->stack = st;
+		st->used = true;
+		sfs_fdcache_add(n);
+		sfs_stack_put(pend); /* the node's reference */
+	} else if (ret == 0) {
+		sfs_stack_put(st);
+	}
+	sfs_stack_put(pend);
+	return ret;
+}
+
 /* A closed stack is replaced by a reopened one; the closed one only the
  * node held, so it goes with the swap. */
 int sfs_node_stack_open(struct sfs_node *n, struct sfs_stack **out)
@@ -304,7 +336,10 @@ int sfs_node_stack_open(struct sfs_node *n, struct sfs_stack **out)
 	int ret = 0;
 
 	pthread_mutex_lock(&n->lock);
-	if (n->stack->closed) {
+	/* (another listing may put a pending stack back meanwhile) */
+	for (int tries = 0; n->stack->pending && ret == 0 && tries < 4; tries++)
+		ret = open_pending(n);
+	if (n->stack->closed && !n->stack->pending) {
 		ret = sfs_fdcache_reopen(n, &st);
 		if (ret == 0) {
 			old = n->stack;
@@ -325,6 +360,16 @@ int sfs_node_stack_open(struct sfs_node *n, struct sfs_stack **out)
 			(unsigned long long)n->ino, strerror(-ret));
 	*out = st;
 	return ret;
+}
+
+struct sfs_stack *sfs_node_stack_peek(struct sfs_node *n)
+{
+	struct sfs_stack *st;
+
+	pthread_mutex_lock(&n->lock);
+	st = sfs_stack_get(n->stack);
+	pthread_mutex_unlock(&n->lock);
+	return st;
 }
 
 struct sfs_stack *sfs_node_stack(struct sfs_node *n)

@@ -251,7 +251,8 @@ void sfs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 }
 
 /* Adds one readdirplus entry: looks the name up (counting a lookup the
- * kernel will own), or gives "." and ".." without one. A mount point
+ * kernel will own; unopened where lookup_listed.c can), or gives "."
+ * and ".." without one. A mount point
  * inside a branch (its lookup answers EXDEV) is listed without
  * attributes (node id 0: the kernel makes no dentry, a later lookup gets
  * the EXDEV), so the listing goes on past it. Returns the size used, 0
@@ -261,9 +262,11 @@ static long add_plus(fuse_req_t req, struct sfs_node *dir, const struct sfs_dire
 {
 	struct fuse_entry_param e;
 	bool dots = strcmp(de->name, ".") == 0 || strcmp(de->name, "..") == 0;
-	int ret = dots ? 0 : sfs_lookup_entry(dir, de->name, &e);
+	int ret = dots ? 0 : sfs_lookup_listed(dir, de->name, &e);
 	size_t sz;
 
+	if (ret == -EAGAIN)
+		ret = sfs_lookup_entry(dir, de->name, &e);
 	if (dots || ret == -EXDEV) {
 		memset(&e, 0, sizeof(e));
 		e.attr.st_ino = de->ino;

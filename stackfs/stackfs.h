@@ -102,6 +102,7 @@ struct sfs_stack {
 	bool used;                /* got since the last sweep */
 	bool closed;              /* fds closed; only its node holds it */
 	bool nohandle;            /* no file handles: its fds stay open */
+	bool pending;             /* closed, never opened (lookup_listed.c) */
 	struct sfs_snap *snap;
 	unsigned n;
 	uint32_t nlink;           /* st_nlink to show, 0: the top layer's */
@@ -177,6 +178,8 @@ int sfs_node_stack_open(struct sfs_node *n, struct sfs_stack **out);
 /* The same where failing is left to the syscalls on the fds (EBADF);
  * never NULL. */
 struct sfs_stack *sfs_node_stack(struct sfs_node *n);
+/* n's stack as it is (closed or pending), referenced: for no fd's use. */
+struct sfs_stack *sfs_node_stack_peek(struct sfs_node *n);
 /* Replaces the node's stack (takes over `st`), e.g. after an upper
  * directory was created for it. */
 void sfs_node_set_stack(struct sfs_node *n, struct sfs_stack *st);
@@ -304,6 +307,13 @@ int sfs_resolve_below(const struct sfs_stack *dst, const struct sfs_branch *b,
 /* Lookup for the kernel: resolve, insert, fill the entry. */
 int sfs_lookup_entry(struct sfs_node *parent, const char *name,
 		     struct fuse_entry_param *e);
+/* lookup_listed.c: a READDIRPLUS entry from one statx, its node's stack
+ * pending (0, -ENOENT, or -EAGAIN: use sfs_lookup_entry); a pending
+ * node's stack by its name resolved in full (-ESTALE: another inode). */
+int sfs_lookup_listed(struct sfs_node *dir, const char *name, struct fuse_entry_param *e);
+int sfs_listed_resolve(struct sfs_node *n, struct sfs_node *parent, const char *name,
+		       struct sfs_stack **out);
+
 /* True when the name is reserved by the union (metadata dir at the root,
  * whiteout names). */
 bool sfs_name_reserved(const struct sfs_node *parent, const char *name);
@@ -520,6 +530,7 @@ struct sfs_stats {
 	atomic_uint_fast64_t passthrough_opens;
 	atomic_uint_fast64_t uring_requests;
 	atomic_uint_fast64_t node_fd_reopens;   /* stacks reopened by handle */
+	atomic_uint_fast64_t listed_lookups;    /* entries answered unopened */
 	atomic_uint_fast64_t errors[SFS_STATS_ERRNO_MAX];   /* failures */
 	atomic_uint_fast64_t answers[SFS_STATS_ERRNO_MAX];  /* expected answers */
 };

@@ -69,9 +69,9 @@ static int xtarget_get(struct sfs_node *n, bool write, struct xtarget *t)
 	if (write)
 		ret = sfs_node_writable(n, &t->st);
 	else
-		t->st = sfs_node_stack(n);
+		ret = sfs_node_stack_open(n, &t->st);
 	if (ret < 0)
-		return ret;
+		return ret; /* (t->st, if any, goes with xtarget_put) */
 	t->fd = t->st->l[0].fd;
 	return n->type == S_IFLNK ? link_at(n, t) : 0;
 }

@@ -1,0 +1,190 @@
+#!/usr/bin/env bats
+# Entries a READDIRPLUS listing answers unopened (stackfs/lookup_listed.c,
+# issue 20): a non-directory of a one-layer directory that the union's
+# rules can only show as it is gets its attributes from one statx, and
+# its node no fd until its first use, when its name is resolved again in
+# full. The attributes must be those a lookup gives; what the rules must
+# look at closer (an origin, the hard-link index) must still be looked
+# at; an entry replaced or removed in its branch meanwhile is looked up
+# again (ESTALE), never served as another inode; and every operation on
+# such a node works as on any other.
+
+load helpers/common
+
+setup_file() {
+	sfs_setup_file 1
+	sfs_require_tool getdents_small
+}
+
+teardown_file() {
+	sfs_cleanup_file
+}
+
+setup() {
+	sfs_setup_branches
+}
+
+teardown() {
+	sfs_cleanup
+}
+
+# status_of KEY: the value of KEY in `stackfs status` of the mount
+status_of() {
+	"$SFS" status "$MNT" | awk -v k="$1" '$1 == k { print $2 }'
+}
+
+# attrs DIR: what a stat of each entry of DIR shows, one line each
+# (name, inode, type, mode, links, owner, size, mtime, symlink)
+attrs() {
+	local f
+	for f in "$1"/*; do
+		stat -c '%n %i %F %a %h %u:%g %s %.9Y %N' "$f"
+	done | sed "s|$1/||g"
+}
+
+# a lower directory of files of several kinds, sizes and modes
+lower_dir() {
+	local i
+	mkdir -p "$LO/d"
+	for ((i = 0; i < 40; i++)); do
+		head -c $((i * 37)) /dev/urandom >"$LO/d/f$i"
+		chmod $((600 + i % 8 * 10)) "$LO/d/f$i"
+	done
+	chown 1000:1000 "$LO/d/f3"
+	chmod 4755 "$LO/d/f4"
+	touch -d '2001-02-03 04:05:06.123456789' "$LO/d/f5"
+	ln -s f1 "$LO/d/s"
+	mkfifo "$LO/d/p"
+	mkdir "$LO/d/sub"
+}
+
+@test "a listing answers a lower-only directory's entries unopened, as a lookup shows them" {
+	lower_dir
+	sfs_mount "$UP:$LO=ro" "$MNT"
+	local fds0 listed
+	fds0=$(status_of node_fds)
+	"$TOOLS/getdents_small" -b 65536 "$MNT/d" >/dev/null
+	listed=$(status_of listed_lookups)
+	# the files, the link and the fifo; the directory is looked up in full
+	((listed == 42)) || fail "listed_lookups is $listed, not 42"
+	(($(status_of node_fds) <= fds0 + 2)) ||
+		fail "the listing opened fds: $fds0 -> $(status_of node_fds)"
+	attrs "$MNT/d" >"$BATS_TEST_TMPDIR/listed"
+	"$SFS" umount "$MNT"
+	# the same names looked up one by one, nothing listed
+	sfs_mount "$UP:$LO=ro" "$MNT"
+	for f in "$LO"/d/*; do
+		stat -c '%n %i %F %a %h %u:%g %s %.9Y %N' "$MNT/d/${f##*/}"
+	done | sed "s|$MNT/d/||g" >"$BATS_TEST_TMPDIR/looked"
+	(($(status_of listed_lookups) == 0)) || fail "a lookup was answered as listed"
+	diff "$BATS_TEST_TMPDIR/looked" "$BATS_TEST_TMPDIR/listed"
+}
+
+@test "a listed entry is opened at its first use: data, link target, xattrs" {
+	lower_dir
+	setfattr -n user.k -v val "$LO/d/f7"
+	sfs_mount "$UP:$LO=ro" "$MNT"
+	ls -l "$MNT/d" >/dev/null
+	(($(status_of listed_lookups) == 42)) || fail "listed_lookups is $(status_of listed_lookups)"
+	for ((i = 0; i < 40; i++)); do
+		cmp "$LO/d/f$i" "$MNT/d/f$i"
+	done
+	run -0 readlink "$MNT/d/s"
+	assert_output f1
+	run -0 getfattr --absolute-names --only-values -n user.k "$MNT/d/f7"
+	assert_output val
+	(($(status_of failures) == 0)) || fail "$("$SFS" status "$MNT" | grep -i error)"
+}
+
+@test "listed entries change through the view: chmod, write, rename, unlink, xattr, link; also after their directory got an upper copy" {
+	lower_dir
+	sfs_mount "$UP:$LO=ro" "$MNT"
+	ls -l "$MNT/d" >/dev/null
+	touch "$MNT/d/new" # the directory is copied up: two layers now
+	chmod 640 "$MNT/d/f1"
+	echo more >>"$MNT/d/f2"
+	mv "$MNT/d/f3" "$MNT/d/f3b"
+	rm "$MNT/d/f6"
+	setfattr -n user.x -v y "$MNT/d/f8"
+	ln "$MNT/d/f9" "$MNT/d/f9b"
+	: >"$MNT/d/f10"
+	"$SFS" umount "$MNT"
+	sfs_mount "$UP:$LO=ro" "$MNT"
+	run -0 stat -c %a "$MNT/d/f1"
+	assert_output 640
+	cmp <(cat "$LO/d/f2"; echo more) "$MNT/d/f2"
+	cmp "$LO/d/f3" "$MNT/d/f3b"
+	[[ ! -e $MNT/d/f3 && ! -e $MNT/d/f6 && -e $LO/d/f6 ]]
+	run -0 getfattr --absolute-names --only-values -n user.x "$MNT/d/f8"
+	assert_output y
+	[[ $(stat -c %i "$MNT/d/f9") == $(stat -c %i "$MNT/d/f9b") ]]
+	[[ ! -s $MNT/d/f10 && -s $LO/d/f10 ]]
+}
+
+@test "a listed entry replaced or removed in its branch is looked up again, never served as another inode" {
+	mkdir "$LO/d"
+	echo first >"$LO/d/f"
+	echo second >"$LO/d/g"
+	echo gone >"$LO/d/h"
+	echo attr >"$LO/d/x"
+	sfs_mount "$UP:$LO=ro" "$MNT"
+	# listed and stat'ed (no request: the listing gave the attributes);
+	# not ls -l, whose xattr reads open each node
+	"$TOOLS/getdents_small" -b 65536 "$MNT/d" >/dev/null
+	stat "$MNT"/d/* >/dev/null
+	(($(status_of listed_lookups) == 4)) || fail "listed_lookups is $(status_of listed_lookups)"
+	(($(status_of node_fds) <= 3)) || fail "node_fds is $(status_of node_fds)"
+	# by a user who can write in the branch, under the mount
+	mv "$LO/d/g" "$LO/d/f"
+	rm "$LO/d/h"
+	rm "$LO/d/x" && echo other >"$LO/d/x"
+	run -0 cat "$MNT/d/f"
+	assert_output second
+	run -1 cat "$MNT/d/h"
+	assert_output --partial "No such file or directory"
+	run -0 cat "$MNT/d/x"
+	assert_output other
+	(($(status_of failures) == 0)) || fail "$("$SFS" status "$MNT" | grep -i error)"
+}
+
+@test "regression: listed entries the rules must look at closer keep what a lookup shows (an origin, the hard-link index)" {
+	mkdir -p "$LO/a" "$LO/b" "$LO/c"
+	echo linked >"$LO/a/h1"
+	ln "$LO/a/h1" "$LO/b/h2"
+	echo moved >"$LO/c/m"
+	sfs_mount "$UP:$LO=ro" "$MNT"
+	local ino_m ino_h
+	ino_m=$(stat -c %i "$MNT/c/m")
+	ino_h=$(stat -c %i "$MNT/a/h1")
+	chmod 600 "$MNT/a/h1" # copied up and indexed: b/h2 shows the copy
+	mkdir "$MNT/n"
+	mv "$MNT/c/m" "$MNT/n/m" # a copy with its origin, in an upper-only dir
+	"$SFS" umount "$MNT"
+	sfs_mount "$UP:$LO=ro" "$MNT"
+	ls -l "$MNT/b" "$MNT/n" >/dev/null
+	run -0 stat -c '%a %i %h' "$MNT/b/h2"
+	assert_output "600 $ino_h 2"
+	run -0 stat -c '%i' "$MNT/n/m"
+	assert_output "$ino_m"
+	(($(status_of listed_lookups) == 0)) || fail "listed_lookups is $(status_of listed_lookups)"
+}
+
+@test "listed entries read by many processes at once: each resolves to its own file" {
+	local i
+	mkdir "$LO/d"
+	for ((i = 0; i < 200; i++)); do
+		echo "file $i" >"$LO/d/f$i"
+	done
+	sfs_mount "$UP:$LO=ro" "$MNT"
+	ls -l "$MNT/d" >/dev/null
+	for ((j = 0; j < 6; j++)); do
+		(for ((i = 0; i < 200; i++)); do
+			[[ $(<"$MNT/d/f$i") == "file $i" ]] || { echo "f$i: wrong" >&2; exit 1; }
+		done) &
+	done
+	for ((j = 0; j < 6; j++)); do
+		wait -n || fail "a reader saw another file's data"
+	done
+	(($(status_of listed_lookups) == 200)) || fail "listed_lookups is $(status_of listed_lookups)"
+	(($(status_of failures) == 0)) || fail "$("$SFS" status "$MNT" | grep -i error)"
+}
