@@ -504,6 +504,25 @@ int sfs_do_statx_at(int dirfd, const char *name, struct stat *st)
 	return (int)done("statx", dirfd, name, NULL, r, open_ok);
 }
 
+#ifndef SYS_listxattrat
+#define SYS_listxattrat 465
+#endif
+
+/* No list, the filesystem keeping none, a buffer too small, no such
+ * call, or the name gone since its open: answers the caller handles. */
+static const int listat_ok[] = { ENOTSUP, ERANGE, ENOSYS, ENOENT, 0 };
+
+ssize_t sfs_do_listxattrat(int dirfd, const char *name, char *list, size_t size)
+{
+	if (!one_component(name)) {
+		errno = EINVAL;
+		return -EINVAL;
+	}
+	return done("listxattr", dirfd, name, NULL,
+		    syscall(SYS_listxattrat, dirfd, name, AT_SYMLINK_NOFOLLOW, list, size),
+		    listat_ok);
+}
+
 int sfs_do_name_to_handle(int dirfd, const char *name, void *fh, int *mount_id, int flags)
 {
 	return (int)done("name_to_handle", dirfd, name, NULL,

@@ -103,6 +103,13 @@ int sfs_do_statx_at(int dirfd, const char *name, struct stat *st);
  * STATX_ATTR_IMMUTABLE...: chattr's flags without opening the file), 0
  * where the filesystem reports none. 0 or -errno. */
 int sfs_do_statx_attrs(int fd, uint64_t *attrs);
+/* listxattrat of the entry name of directory dirfd (one component),
+ * not following a symlink: the list's length, or -errno (-ENOSYS on a
+ * kernel before 6.13, which lacks the call). By name, so a mount point
+ * there would be crossed: only for a name the caller has just opened
+ * with sfs_do_open, which refuses one (fsck's walk, where one call in
+ * place of an open, a stat and a /proc path per attribute pays). */
+ssize_t sfs_do_listxattrat(int dirfd, const char *name, char *list, size_t size);
 int sfs_do_name_to_handle(int dirfd, const char *name, void *fh, int *mount_id, int flags);
 int sfs_do_open_by_handle(int mount_fd, void *fh, int flags);
 

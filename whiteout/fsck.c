@@ -98,6 +98,11 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+static int cmp_typed(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a + 1, *(char *const *)b + 1);
+}
+
 void sfs_fsck_free_names(char **v, size_t n)
 {
 	for (size_t i = 0; v && i < n; i++)
@@ -105,8 +110,28 @@ void sfs_fsck_free_names(char **v, size_t n)
 	free(v);
 }
 
-/* The names in a directory (any fd of it), sorted, without . and .. */
-int sfs_fsck_list_dir(int fd, char ***out, size_t *nout)
+/* One entry of a listing: its name, or (typed) its d_type byte and its
+ * name. */
+static char *entry_of(const struct dirent *e, bool typed)
+{
+	size_t len = strlen(e->d_name) + 1;
+	char *s = malloc(len + typed);
+
+	if (s && typed)
+		s[0] = (char)e->d_type;
+	if (s)
+		memcpy(s + typed, e->d_name, len);
+	return s;
+}
+
+/* Whether getdents leaves a 0:0 character device possible: a device, or
+ * a type it does not say. */
+static bool may_be_chr(const struct dirent *e)
+{
+	return e->d_type == DT_CHR || e->d_type == DT_UNKNOWN;
+}
+
+int sfs_fsck_list_dir_ext(int fd, bool typed, char ***out, size_t *nout, size_t *nchr)
 {
 	DIR *d = sfs_do_opendir(fd, ".");
 	char **v = NULL;
@@ -116,6 +141,8 @@ int sfs_fsck_list_dir(int fd, char ***out, size_t *nout)
 
 	if (!d)
 		return -errno;
+	if (nchr)
+		*nchr = 0;
 	errno = 0;
 	while ((e = readdir(d))) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
@@ -129,11 +156,13 @@ int sfs_fsck_list_dir(int fd, char ***out, size_t *nout)
 			}
 			v = nv;
 		}
-		if (!(v[n] = strdup(e->d_name))) {
+		if (!(v[n] = entry_of(e, typed))) {
 			ret = -ENOMEM;
 			goto out;
 		}
 		n++;
+		if (nchr && may_be_chr(e))
+			(*nchr)++;
 		errno = 0;
 	}
 	if (errno)
@@ -145,10 +174,28 @@ out:
 		return ret;
 	}
 	if (n)
-		qsort(v, n, sizeof(*v), cmp_str);
+		qsort(v, n, sizeof(*v), typed ? cmp_typed : cmp_str);
 	*out = v;
 	*nout = n;
 	return 0;
+}
+
+/* The names in a directory (any fd of it), sorted, without . and .. */
+int sfs_fsck_list_dir(int fd, char ***out, size_t *nout)
+{
+	return sfs_fsck_list_dir_ext(fd, false, out, nout, NULL);
+}
+
+static int cmp_typed_key(const void *key, const void *elt)
+{
+	return strcmp(key, *(char *const *)elt + 1);
+}
+
+const char *sfs_fsck_typed_find(char *const *v, size_t n, const char *name)
+{
+	char *const *e = n ? bsearch(name, v, n, sizeof(*v), cmp_typed_key) : NULL;
+
+	return e ? *e : NULL;
 }
 
 /* An xattr value of dfd/name (not followed), NUL-terminated: its length,

@@ -27,9 +27,20 @@ struct cands {
 	bool unknown;            /* too many, or a lower could not be read */
 };
 
-/* Lower directory fds of one upper directory: fds[i * nlow + j]. */
+/* A lower directory's listing (sfs_fsck_list_dir_ext, typed), or none
+ * (v NULL): its names are looked up one by one. */
+struct lower_list {
+	char **v;
+	size_t n;
+	bool listed;
+};
+
+/* Lower directory fds of one upper directory: fds[i * nlow + j], and
+ * the listing of each (list[k]) where reading it costs less than the
+ * lookups it saves. */
 struct lower_fds {
 	int *fd;
+	struct lower_list *list;
 	size_t n;
 	bool unknown;
 };
@@ -76,6 +87,13 @@ char *sfs_fsck_join(const char *dir, const char *name);
 void sfs_fsck_free_names(char **v, size_t n);
 /* The names in a directory (any fd of it), sorted, without . and .. */
 int sfs_fsck_list_dir(int fd, char ***out, size_t *nout);
+/* The same; typed: each name after its d_type byte (sorted by name);
+ * nchr (or NULL): how many may be character devices (DT_CHR, or a type
+ * getdents does not say). */
+int sfs_fsck_list_dir_ext(int fd, bool typed, char ***out, size_t *nout, size_t *nchr);
+/* The entry of name in a typed listing (its d_type byte, then the
+ * name), or NULL. */
+const char *sfs_fsck_typed_find(char *const *v, size_t n, const char *name);
 /* An xattr value of dfd/name (not followed), NUL-terminated: its
  * length, -ENODATA, or -errno. */
 ssize_t sfs_fsck_get_xattr(int dfd, const char *name, const char *attr, char *buf,
@@ -118,7 +136,11 @@ void sfs_fsck_cands_free(struct cands *c);
  * candidates, given whether it is opaque and its own redirect. */
 void sfs_fsck_child_cands(struct fsck *f, const struct cands *parent, const char *name,
 			  bool opaque, const char *redirect, struct cands *c);
-void sfs_fsck_lower_fds_open(struct fsck *f, const struct cands *c, struct lower_fds *l);
+/* nwh: how many names of the upper directory lower_has may be asked
+ * about (its whiteouts), which decides whether a lower directory is
+ * listed once or its names looked up one by one. */
+void sfs_fsck_lower_fds_open(struct fsck *f, const struct cands *c, size_t nwh,
+			     struct lower_fds *l);
 void sfs_fsck_lower_fds_close(struct lower_fds *l);
 /* 1 when some lower has `name` where the directory merges, 0 when none
  * has, -1 when it cannot be known. */

@@ -6,6 +6,7 @@
  * every redirect found below, without cutting at lower opaque
  * directories or whiteouts, so a whiteout that still hides something is
  * never taken away), the names there, the inodes origin records name. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -343,14 +344,57 @@ void sfs_fsck_child_cands(struct fsck *f, const struct cands *parent, const char
 	}
 }
 
-void sfs_fsck_lower_fds_open(struct fsck *f, const struct cands *c, struct lower_fds *l)
+/* Bytes of a lower directory (its st_size) worth reading once for each
+ * whiteout judged against it: a lookup costs an open, a stat and a close
+ * (and, cold, a read of the lower inode), a listed name a small part of
+ * one getdents (ext4 takes 12 to 32 bytes a short name). It also bounds
+ * a listing's memory by the upper directory's own. */
+#define LIST_BYTES_PER_WH 128
+
+/* Whether every lookup in a directory of this mode is allowed: a refused
+ * one (EACCES) is "not known" to lower_has, which a listing could not
+ * say. Group membership is not looked at: not sure, not listed. */
+static bool may_search(const struct stat *st)
+{
+	uid_t u = geteuid();
+
+	if (u == 0)
+		return true;
+	if (st->st_uid == u)
+		return st->st_mode & S_IXUSR;
+	return (st->st_mode & S_IXGRP) && (st->st_mode & S_IXOTH);
+}
+
+/* The listing of lower directory fd, when nwh whiteouts will be judged
+ * against it and that costs less than their lookups; else none. */
+static void list_lower(int fd, size_t nwh, struct lower_list *ll)
+{
+	struct stat st;
+
+	memset(ll, 0, sizeof(*ll));
+	if (fd < 0 || !nwh || sfs_do_fstat(fd, &st) < 0 || !may_search(&st) ||
+	    (uint64_t)st.st_size > (uint64_t)nwh * LIST_BYTES_PER_WH)
+		return;
+	if (sfs_fsck_list_dir_ext(fd, true, &ll->v, &ll->n, NULL) < 0)
+		memset(ll, 0, sizeof(*ll));
+	else
+		ll->listed = true;
+}
+
+void sfs_fsck_lower_fds_open(struct fsck *f, const struct cands *c, size_t nwh,
+			     struct lower_fds *l)
 {
 	memset(l, 0, sizeof(*l));
 	l->unknown = c->unknown || !f->lowers_known;
 	if (l->unknown || !c->n || !f->nlow)
 		return;
 	l->fd = malloc(c->n * f->nlow * sizeof(int));
-	if (!l->fd) {
+	l->list = calloc(c->n * f->nlow, sizeof(*l->list));
+	if (!l->fd || !l->list) {
+		free(l->fd);
+		free(l->list);
+		l->fd = NULL;
+		l->list = NULL;
 		l->unknown = true;
 		return;
 	}
@@ -362,17 +406,37 @@ void sfs_fsck_lower_fds_open(struct fsck *f, const struct cands *c, struct lower
 			if (fd < 0 && fd != -ENOENT)
 				l->unknown = true;
 			l->fd[i * f->nlow + j] = fd;
+			list_lower(fd, nwh, &l->list[i * f->nlow + j]);
 		}
 	}
 }
 
 void sfs_fsck_lower_fds_close(struct lower_fds *l)
 {
-	for (size_t i = 0; i < l->n; i++)
+	for (size_t i = 0; i < l->n; i++) {
 		if (l->fd[i] >= 0)
 			close(l->fd[i]);
+		sfs_fsck_free_names(l->list[i].v, l->list[i].n);
+	}
 	free(l->fd);
+	free(l->list);
 	memset(l, 0, sizeof(*l));
+}
+
+/* What a listing says of name without a lookup: 1 there (and no 0:0
+ * device), 0 not there, -1 a lookup must say (a device, or a type
+ * getdents does not give; or no listing). A mount point on the name is
+ * listed, as the lookup's EXDEV says "there". */
+static int listed_has(const struct lower_list *ll, const char *name)
+{
+	const char *e;
+
+	if (!ll->listed)
+		return -1;
+	e = sfs_fsck_typed_find(ll->v, ll->n, name);
+	if (!e)
+		return 0;
+	return e[0] == DT_CHR || e[0] == DT_UNKNOWN ? -1 : 1;
 }
 
 /* 1 when some lower has `name` where the directory merges, 0 when none
@@ -383,8 +447,14 @@ int sfs_fsck_lower_has(const struct lower_fds *l, const char *name)
 		return -1;
 	for (size_t i = 0; i < l->n; i++) {
 		struct stat st;
+		int ls;
 
 		if (l->fd[i] < 0)
+			continue;
+		ls = listed_has(&l->list[i], name);
+		if (ls == 1)
+			return 1;
+		if (ls == 0)
 			continue;
 		int ret = sfs_do_stat(l->fd[i], name, &st);
 

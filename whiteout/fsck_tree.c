@@ -4,6 +4,7 @@
  * origin records, and a metadata directory below the root. A whiteout
  * "hides nothing" only when no lower branch has the name at any path
  * the directory could be merged with (fsck_lowers.c). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -25,11 +26,65 @@
 
 /* ------------------------------------------------------------ helpers */
 
+/* A directory of the branch being checked: its fd, its listing (typed:
+ * each name after its d_type byte, sorted by name), the lower
+ * directories it merges with. */
+struct dir {
+	int fd;
+	char **names;
+	size_t n;
+	const struct lower_fds *lf;
+};
+
 static int remove_xattr(int dfd, const char *name, const char *attr)
 {
 	int ret = sfs_xattr_remove(dfd, name, attr);
 
 	return ret == -ENODATA ? 0 : ret;
+}
+
+/* The prefixes of every attribute the checks of an entry read: the
+ * overlay marks (trusted.overlay.*, user.overlay.*) and the union's
+ * records (trusted.stackfs.*, user.stackfs.*: origin, redirect,
+ * metacopy, its kept times). */
+static bool read_by_checks(const char *attr)
+{
+	static const char *const pre[] = {
+		"trusted.overlay.", "user.overlay.", "trusted.stackfs.", "user.stackfs.",
+	};
+
+	for (size_t i = 0; i < sizeof(pre) / sizeof(pre[0]); i++)
+		if (!strncmp(attr, pre[i], strlen(pre[i])))
+			return true;
+	return false;
+}
+
+/* Whether dfd/name may carry an attribute the checks read: false only
+ * when its list says it has none, so that the entries with none (nearly
+ * all) cost one call, not an open, a stat and a read per attribute
+ * (each read would answer ENODATA; trusted.* names, which a user's list
+ * leaves out, answer a user ENODATA too). The name was just opened by
+ * check_entry, refusing a mount point, so listing it by name crosses
+ * none. Anything else (no such call, a long list) reads them all. */
+static bool may_carry_marks(int dfd, const char *name)
+{
+	char list[4096];
+	ssize_t n = sfs_do_listxattrat(dfd, name, list, sizeof(list));
+
+	if (n == -ENOTSUP)
+		return false;           /* each read would answer the same */
+	if (n < 0)
+		return true;
+	for (ssize_t i = 0; i < n; i += (ssize_t)strnlen(list + i, (size_t)(n - i)) + 1)
+		if (read_by_checks(list + i))
+			return true;
+	return false;
+}
+
+/* Whether the directory's listing (sorted) holds name. */
+static bool listed(const struct dir *d, const char *name)
+{
+	return sfs_fsck_typed_find(d->names, d->n, name) != NULL;
 }
 
 static bool is_empty_dir(int dfd, const char *name)
@@ -204,9 +259,11 @@ static int remove_beside(int dfd, const char *name, const char *target, bool dir
 }
 
 /* An aufs whiteout .wh.X (or a .wh..wh. name) in a directory. */
-static void check_aufs_name(struct fsck *f, int dfd, const char *name, const char *path,
-			    const struct stat *st, const struct lower_fds *lf)
+static void check_aufs_name(struct fsck *f, const struct dir *d, const char *name,
+			    const char *path, const struct stat *st)
 {
+	const struct lower_fds *lf = d->lf;
+	int dfd = d->fd;
 	const char *target = name + SFS_WH_PREFIX_LEN;
 	struct sfs_fsck_problem *p;
 	struct stat tst;
@@ -263,7 +320,9 @@ static void check_aufs_name(struct fsck *f, int dfd, const char *name, const cha
 		if (sfs_fsck_done(f, p, replace_with_empty_file(dfd, name, true)))
 			return;
 	}
-	int ret = sfs_do_stat(dfd, target, &tst);
+	/* a name the listing lacks is not there (the listing was read just
+	 * now): no lookup for it, the case of nearly every whiteout */
+	int ret = listed(d, target) ? sfs_do_stat(dfd, target, &tst) : -ENOENT;
 	if (ret == 0 || ret == -EXDEV) {
 		p = sfs_fsck_found(f, SFS_PR_WH_BESIDE, true, path, NULL);
 		if (p)
@@ -310,15 +369,38 @@ static void note_subdir(struct fsck *f, int dfd, const char *name, const char *p
 		sfs_fsck_found(f, SFS_PR_NESTED_META, false, path, NULL);
 }
 
+/* The entry dfd/name of listed type `type` (a d_type): the open that
+ * refuses a mount point, its first call, and its stat where the checks
+ * read more than its type: a .wh. name (its size), a device (a 0:0 one
+ * is a whiteout) or a type getdents does not say. Of the others (nearly
+ * every entry) the checks read the type only, which the listing gives:
+ * st holds nothing more. */
+static int entry_stat(int dfd, const char *name, unsigned char type, struct stat *st)
+{
+	int fd;
+
+	if (type == DT_UNKNOWN || type == DT_CHR || sfs_wh_reserved_name(name))
+		return sfs_do_stat(dfd, name, st);
+	fd = sfs_do_open(dfd, name, O_PATH, 0);
+	if (fd < 0)
+		return fd;
+	close(fd);
+	memset(st, 0, sizeof(*st));
+	st->st_mode = DTTOIF(type);
+	return 0;
+}
+
 /* One entry of a directory of the branch; a subdirectory is added to
  * subs (walked once the directory is done). */
-static void check_entry(struct fsck *f, int dfd, const char *name, const char *path,
-			const struct lower_fds *lf, struct subdir *subs, size_t *nsubs)
+static void check_entry(struct fsck *f, const struct dir *d, const char *name,
+			unsigned char type, const char *path, struct subdir *subs,
+			size_t *nsubs)
 {
+	const struct lower_fds *lf = d->lf;
+	int dfd = d->fd;
 	struct sfs_fsck_problem *p;
 	struct stat st;
-	/* the first call on the name: it may be a mount point */
-	int ret = sfs_do_stat(dfd, name, &st);
+	int ret = entry_stat(dfd, name, type, &st);
 
 	if (ret == -EXDEV) {
 		sfs_fsck_msg(f, false, "%s: a mount point: not crossed", path);
@@ -326,7 +408,7 @@ static void check_entry(struct fsck *f, int dfd, const char *name, const char *p
 		if (ret != -ENOENT)
 			sfs_fsck_msg(f, true, "%s: %s", path, strerror(-ret));
 	} else if (sfs_wh_reserved_name(name)) {
-		check_aufs_name(f, dfd, name, path, &st, lf);
+		check_aufs_name(f, d, name, path, &st);
 	} else if (sfs_wh_is_dev_whiteout(dfd, name, &st)) {
 		if (sfs_fsck_lower_has(lf, name) != 0)
 			return;
@@ -335,22 +417,24 @@ static void check_entry(struct fsck *f, int dfd, const char *name, const char *p
 		if (p)
 			sfs_fsck_done(f, p, sfs_do_unlinkat(dfd, name, 0) < 0 ? -errno : 0);
 	} else {
-		check_xattrs(f, dfd, name, path, &st, lf);
+		if (may_carry_marks(dfd, name))
+			check_xattrs(f, dfd, name, path, &st, lf);
 		if (S_ISDIR(st.st_mode))
 			note_subdir(f, dfd, name, path, &subs[(*nsubs)++]);
 	}
 }
 
-static void check_entries(struct fsck *f, int dfd, const char *dpath, char **names,
-			  size_t n, const struct lower_fds *lf, struct subdir *subs,
-			  size_t *nsubs)
+static void check_entries(struct fsck *f, const struct dir *d, const char *dpath,
+			  struct subdir *subs, size_t *nsubs)
 {
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < d->n; i++) {
 		char *path;
 
-		if (!strcmp(dpath, "/") && !strcmp(names[i], SFS_METADIR_NAME))
+		const char *name = d->names[i] + 1;
+
+		if (!strcmp(dpath, "/") && !strcmp(name, SFS_METADIR_NAME))
 			continue;
-		path = sfs_fsck_join(dpath, names[i]);
+		path = sfs_fsck_join(dpath, name);
 		if (!path) {
 			sfs_fsck_msg(f, true, "out of memory");
 			return;
@@ -358,7 +442,7 @@ static void check_entries(struct fsck *f, int dfd, const char *dpath, char **nam
 		f->entries++;
 		if (f->o->progress)
 			f->o->progress(f->o->arg, f->entries, path);
-		check_entry(f, dfd, names[i], path, lf, subs, nsubs);
+		check_entry(f, d, name, (unsigned char)d->names[i][0], path, subs, nsubs);
 		free(path);
 	}
 }
@@ -369,7 +453,8 @@ static int walk(struct fsck *f, int dfd, const char *dpath, const struct cands *
 	struct subdir *subs;
 	size_t n, nsubs = 0;
 	char **names;
-	int ret = sfs_fsck_list_dir(dfd, &names, &n);
+	size_t nwh = 0;
+	int ret = sfs_fsck_list_dir_ext(dfd, true, &names, &n, &nwh);
 
 	if (ret) {
 		sfs_fsck_msg(f, true, "%s: cannot list: %s", dpath, strerror(-ret));
@@ -387,8 +472,12 @@ static int walk(struct fsck *f, int dfd, const char *dpath, const struct cands *
 		sfs_fsck_msg(f, true, "out of memory");
 		return -ENOMEM;
 	}
-	sfs_fsck_lower_fds_open(f, c, &lf);
-	check_entries(f, dfd, dpath, names, n, &lf, subs, &nsubs);
+	/* the names judged against the lower directories: .wh. names and
+	 * devices (a 0:0 one is an overlay whiteout) */
+	for (size_t i = 0; i < n; i++)
+		nwh += !strncmp(names[i] + 1, SFS_WH_PREFIX, SFS_WH_PREFIX_LEN);
+	sfs_fsck_lower_fds_open(f, c, nwh, &lf);
+	check_entries(f, &(struct dir){ dfd, names, n, &lf }, dpath, subs, &nsubs);
 	sfs_fsck_lower_fds_close(&lf);
 	sfs_fsck_free_names(names, n);
 	for (size_t i = 0; i < nsubs; i++) {
