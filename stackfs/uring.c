@@ -114,6 +114,18 @@ bool sfs_uring_planned(void)
 	return ur.wanted && ur.offered;
 }
 
+/* valgrind (3.19) runs one thread at a time and keeps that turn across
+ * io_uring_enter: the first ring thread to wait there stops the others
+ * before they register their entries, and the kernel serves nothing
+ * until every queue has one (a mount under valgrind hung). It preloads
+ * its own libraries into the program it runs. */
+static bool under_valgrind(void)
+{
+	const char *p = getenv("LD_PRELOAD");
+
+	return p && strstr(p, "vgpreload");
+}
+
 /* The INIT reply: takes the offer and notes how large a payload can be
  * (the kernel refuses entries smaller than its largest request). */
 bool sfs_uring_patch_init(uint32_t *flags2, uint32_t max_write, uint16_t max_pages)
@@ -132,7 +144,7 @@ bool sfs_uring_patch_init(uint32_t *flags2, uint32_t max_write, uint16_t max_pag
 	if (cap < (size_t)max_pages * 4096)
 		cap = (size_t)max_pages * 4096;
 	ur.payload_cap = cap;
-	ret = prepare();
+	ret = under_valgrind() ? -ENOTSUP : prepare();
 	if (ret < 0) {
 		sfs_log(SFS_LOG_WARN, "io_uring cannot be used here (%s): requests go through "
 			"/dev/fuse", strerror(-ret));

@@ -164,3 +164,20 @@ vg_workload() {
 	vg_workload
 	vg_umount_check
 }
+
+@test "regression: under valgrind, -o uring serves through /dev/fuse (valgrind stops every thread while one waits in io_uring_enter: the mount hung)" {
+	[[ $(cat /sys/module/fuse/parameters/enable_uring 2>/dev/null) == Y ]] ||
+		skip "the fuse module does not offer io_uring (tests/run allows it)"
+	mkdir -p "$LO/d"
+	echo lo >"$LO/f"
+	echo g >"$LO/g"
+	echo x >"$LO/d/x"
+	vg_mount -o uring
+	# a request the kernel holds is killable: the test ends either way
+	run -0 timeout -s KILL 60 cat "$MNT/f"
+	assert_output lo
+	run -0 timeout -s KILL 60 "$SFS" status "$MNT"
+	assert_line --regexp '^uring[[:space:]]+off$'
+	vg_workload
+	vg_umount_check
+}
