@@ -149,19 +149,19 @@ END {
 		print ""
 	}
 
-	if (("create" SUBSEP "stackfs-uring") in n || ("rm" SUBSEP "stackfs-uring") in n) {
+	if (("create" SUBSEP "stackfs-devfuse") in n || ("rm" SUBSEP "stackfs-devfuse") in n) {
 		print "## stackfs transports: FUSE over io_uring against /dev/fuse"
 		print ""
-		print "stackfs reads requests from /dev/fuse and answers with writev(2) by default (the stackfs column of the other tables); `-o uring` takes FUSE over io_uring where the fuse module allows it (`enable_uring`, which this run sets). The ratio is io_uring's time over /dev/fuse's: below 1, io_uring is faster."
+		print "stackfs takes FUSE over io_uring by default where the fuse module allows it (`enable_uring`, which this run sets: the stackfs column of the other tables); `-o nouring` reads requests from /dev/fuse and answers with writev(2). The ratio is io_uring's time over /dev/fuse's: below 1, io_uring is faster."
 		print ""
 		print "| workload | io_uring | /dev/fuse | io_uring / dev |"
 		print "|---|---|---|---|"
 		for (i = 1; i in order; i++) {
 			key = order[i]
-			if (!((key SUBSEP "stackfs-uring") in n))
+			if (!((key SUBSEP "stackfs-devfuse") in n))
 				continue
-			printf "| %s | %s | %s | %s |\n", label[key], cell(key, "stackfs-uring"), \
-				cell(key, "stackfs"), rs(ratio(key, "stackfs-uring", "stackfs"))
+			printf "| %s | %s | %s | %s |\n", label[key], cell(key, "stackfs"), \
+				cell(key, "stackfs-devfuse"), rs(ratio(key, "stackfs", "stackfs-devfuse"))
 		}
 		print ""
 	}
@@ -347,7 +347,7 @@ END {
 		split(k, kk, SUBSEP)
 		line[kk[1], kk[2]] = 1
 	}
-	split("stackfs overlayfs fuse-overlayfs ext4 overlayfs-mc stackfs-mcoff stackfs-volatile stackfs-always stackfs-uring stackfs-2 stackfs-16 stackfs-128 stackfs-1000 overlayfs-2 overlayfs-16", sl, " ")
+	split("stackfs overlayfs fuse-overlayfs ext4 overlayfs-mc stackfs-mcoff stackfs-volatile stackfs-always stackfs-devfuse stackfs-2 stackfs-16 stackfs-128 stackfs-1000 overlayfs-2 overlayfs-16", sl, " ")
 	split("create create_load stat_cold stat_warm list rm rm_load seqwrite seqread rand1 rand4 cu_big cu_big_sync cu_small cu_sparse cu_sparse_sync untar chown chown_sync br_stat br_list many_stat", ol, " ")
 	for (i = 1; i in ol; i++)
 		for (j = 1; j in sl; j++) {

@@ -236,7 +236,7 @@ static int run(struct fuse_args *args, struct sfs_opts *o)
 	 * explicit -o writeback turns passthrough off */
 	/* the kernel opens backing files for CAP_SYS_ADMIN on the host only:
 	 * a rootless daemon does not ask for passthrough at all */
-	sfs_uring_want(o->uring, o->uring_asked);
+	sfs_uring_want(!o->nouring, o->uring_asked);
 	if (!ret && sfs_pt_setup(se, !o->nopassthrough && !o->writeback &&
 				 sfs_records_privileged()) < 0) {
 		sfs_errmsg("cannot hook the FUSE device");

@@ -432,10 +432,12 @@ static int flag(struct sfs_opts *o, int key)
 		o->nopassthrough = 1;
 		break;
 	case SFS_OPTK_URING:
-		o->uring = o->uring_asked = 1;
+		o->nouring = 0;
+		o->uring_asked = 1;
 		break;
 	case SFS_OPTK_NOURING:
-		o->uring = o->uring_asked = 0;
+		o->nouring = 1;
+		o->uring_asked = 0;
 		break;
 	case SFS_OPTK_TRACE:
 		o->trace = 1;

@@ -43,7 +43,7 @@ struct sfs_opts {
 	int upgrade;              /* upgrade an older metadata format */
 	int writeback;            /* the kernel's writeback cache */
 	int nopassthrough;        /* serve all data by requests */
-	int uring;                /* requests through FUSE over io_uring */
+	int nouring;              /* -o nouring: requests through /dev/fuse only */
 	int uring_asked;          /* -o uring: say why when it cannot be */
 	int trace;                /* log every call into a branch */
 	int coherent;             /* watch the ro branches (coherent.c) */

@@ -1,12 +1,12 @@
 #!/usr/bin/env bats
-# FUSE over io_uring (stackfs/uring.c, -o uring): where the fuse module
+# FUSE over io_uring (stackfs/uring.c, the default): where the fuse module
 # allows it (enable_uring; tests/run sets it for the suite), requests and
 # replies go through ring entries the daemon registers per CPU, not
 # read(2)/writev(2) of /dev/fuse.
 # `stackfs status` says `uring on` and counts the requests served that way
 # (uring_requests). The data that travels both ways, at the largest sizes
 # the kernel sends (1 MiB writes, 1 MiB reads, 64 KiB xattrs, long readdir
-# replies), must be the branch's; by default, with -o nouring, where the
+# replies), must be the branch's; with -o nouring, where the
 # module refuses or where io_uring cannot be set up, /dev/fuse serves (-o
 # uring then says why, and the mount never waits for rings that will not
 # come); a daemon killed, stopped, traced or unmounted with live rings
@@ -133,10 +133,10 @@ traffic() {
 	(($(status_of uring_requests) > 0)) || fail "no request went through the rings"
 }
 
-@test "io_uring: by default (and with -o nouring) every request goes through /dev/fuse, with the same results" {
+@test "io_uring: by default the rings serve where offered; with -o nouring every request goes through /dev/fuse, with the same results" {
 	sfs_mount "$UP:$LO=ro" "$MNT" nopassthrough
 	run -0 status_of uring
-	assert_output off
+	assert_output on
 	"$SFS" umount "$MNT"
 	sfs_mount "$UP:$LO=ro" "$MNT" nopassthrough,uring,nouring
 	run -0 status_of uring
