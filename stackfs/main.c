@@ -12,6 +12,7 @@
 
 #include "common/bio.h"
 #include "common/escape.h"
+#include "stackfs/dirahead.h"
 #include "stackfs/ops.h"
 #include "common/runtime.h"
 #include "xattr/records.h"
@@ -176,6 +177,7 @@ static int serve(struct fuse_session *se, const struct sfs_opts *o)
 	fuse_loop_cfg_set_clone_fd(cfg, 0);
 	ret = fuse_session_loop_mt(se, cfg);
 	sfs_uring_stop();
+	sfs_dirahead_stop();
 	fuse_loop_cfg_destroy(cfg);
 	sfs_coherent_stop();
 	sfs_control_stop();

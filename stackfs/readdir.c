@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "stackfs/dirahead.h"
 #include "stackfs/nameset.h"
 #include "common/bio.h"
 #include "stackfs/ops.h"
@@ -189,7 +190,9 @@ static int by_cookie(const void *a, const void *b)
 	return x->cookie < y->cookie ? -1 : x->cookie > y->cookie;
 }
 
-static int dir_load(struct sfs_dir *d, struct sfs_node *n)
+/* plus: the kernel asked for attributes, a walk may follow: the
+ * subdirectories are read ahead (dirahead.c). */
+static int dir_load(struct sfs_dir *d, struct sfs_node *n, bool plus)
 {
 	struct sfs_stack *st;
 	int ret = sfs_node_stack_open(n, &st);
@@ -201,6 +204,8 @@ static int dir_load(struct sfs_dir *d, struct sfs_node *n)
 		ret = list_add(&d->list, "..", dotdot_ino(n), DT_DIR);
 	if (ret == 0)
 		ret = sfs_dirlist_read(st, n == sfs_node_root(), &d->list);
+	if (ret == 0 && plus)
+		sfs_dirahead_listed(st, &d->list);
 	sfs_stack_put(st);
 	d->loaded = ret == 0;
 	if (!d->loaded)
@@ -304,7 +309,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 	pthread_mutex_lock(&d->lock);
 	if (ret == 0 && (off == 0 || !d->loaded))
-		ret = dir_load(d, n);
+		ret = dir_load(d, n, plus);
 	for (size_t i = ret == 0 ? dir_seek(d, off) : 0; ret == 0 && i < d->list.n; i++) {
 		off_t next = d->list.e[i].cookie;
 		long sz = plus ? add_plus(req, n, &d->list.e[i], buf + pos, size - pos, next)

@@ -178,8 +178,7 @@ int sfs_node_stack_open(struct sfs_node *n, struct sfs_stack **out);
 /* The same where failing is left to the syscalls on the fds (EBADF);
  * never NULL. */
 struct sfs_stack *sfs_node_stack(struct sfs_node *n);
-/* n's stack as it is (closed or pending), referenced: for no fd's use. */
-struct sfs_stack *sfs_node_stack_peek(struct sfs_node *n);
+struct sfs_stack *sfs_node_stack_peek(struct sfs_node *n); /* no reopening */
 /* Replaces the node's stack (takes over `st`), e.g. after an upper
  * directory was created for it. */
 void sfs_node_set_stack(struct sfs_node *n, struct sfs_stack *st);
@@ -530,7 +529,8 @@ struct sfs_stats {
 	atomic_uint_fast64_t passthrough_opens;
 	atomic_uint_fast64_t uring_requests;
 	atomic_uint_fast64_t node_fd_reopens;   /* stacks reopened by handle */
-	atomic_uint_fast64_t listed_lookups;    /* entries answered unopened */
+	/* entries answered unopened; directories read ahead (dirahead.c) */
+	atomic_uint_fast64_t listed_lookups, dirs_read_ahead;
 	atomic_uint_fast64_t errors[SFS_STATS_ERRNO_MAX];   /* failures */
 	atomic_uint_fast64_t answers[SFS_STATS_ERRNO_MAX];  /* expected answers */
 };

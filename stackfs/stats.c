@@ -92,7 +92,7 @@ int sfs_stats_format(char *buf, size_t len)
 			 "whiteouts\t%llu\nopen_files\t%llu\npassthrough_opens\t%llu\n"
 			 "uring_requests\t%llu\n"
 			 "node_fds\t%llu\nnode_fd_budget\t%u\nnode_fd_reopens\t%llu\n"
-			 "listed_lookups\t%llu\n"
+			 "listed_lookups\t%llu\ndirs_read_ahead\t%llu\n"
 			 "failures\t%llu\nanswers\t%llu\n",
 			 (unsigned long long)get(&sfs_stats.lookups),
 			 (unsigned long long)get(&sfs_stats.copyups),
@@ -105,6 +105,7 @@ int sfs_stats_format(char *buf, size_t len)
 			 sfs_fdcache_budget() == ~0u ? 0 : sfs_fdcache_budget(),
 			 (unsigned long long)get(&sfs_stats.node_fd_reopens),
 			 (unsigned long long)get(&sfs_stats.listed_lookups),
+			 (unsigned long long)get(&sfs_stats.dirs_read_ahead),
 			 (unsigned long long)sum(sfs_stats.errors),
 			 (unsigned long long)sum(sfs_stats.answers));
 

@@ -7,7 +7,9 @@
 # look at closer (an origin, the hard-link index) must still be looked
 # at; an entry replaced or removed in its branch meanwhile is looked up
 # again (ESTALE), never served as another inode; and every operation on
-# such a node works as on any other.
+# such a node works as on any other. The subdirectories of such a listing
+# are read ahead (stackfs/dirahead.c): in every layer, never through a
+# symlink or into a mount point, a bounded number of them.
 
 load helpers/common
 
@@ -187,4 +189,47 @@ lower_dir() {
 	done
 	(($(status_of listed_lookups) == 200)) || fail "listed_lookups is $(status_of listed_lookups)"
 	(($(status_of failures) == 0)) || fail "$("$SFS" status "$MNT" | grep -i error)"
+}
+
+# wait_ahead N: dirs_read_ahead reaches N within 10 s (the read-ahead
+# thread runs at nice 19)
+wait_ahead() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		(($(status_of dirs_read_ahead) >= $1)) && return 0
+		sleep 0.1
+	done
+	fail "dirs_read_ahead is $(status_of dirs_read_ahead), not $1"
+}
+
+@test "a listing reads its subdirectories ahead, in each layer; never through a symlink or into a mount point" {
+	mkdir -p "$LO/d/sub1" "$LO/d/sub2" "$LO/d/mp" "$UP/d/sub1" "$T/other"
+	touch "$LO/d/sub1/a" "$LO/d/sub2/b" "$UP/d/sub1/c"
+	ln -s "$T/other" "$LO/d/link"
+	mount -t tmpfs -o size=1m tmpfs "$LO/d/mp"
+	sfs_record mount "$LO/d/mp"
+	sfs_mount "$UP:$LO=ro" "$MNT"
+	"$TOOLS/getdents_small" -b 65536 "$MNT/d" >/dev/null
+	# sub1 and sub2 in each of d's two layers: three exist (the upper has
+	# no sub2); the mount point, and the symlink, are not read
+	wait_ahead 3
+	sleep 1
+	run -0 status_of dirs_read_ahead
+	assert_output 3
+	run -0 ls "$MNT/d/sub1"
+	assert_output $'a\nc'
+}
+
+@test "read-ahead is bounded: of 300 subdirectories listed at once, at most 256 are read ahead" {
+	local i
+	for ((i = 0; i < 300; i++)); do
+		mkdir -p "$LO/d/s$i"
+	done
+	sfs_mount "$UP:$LO=ro" "$MNT"
+	"$TOOLS/getdents_small" -b 65536 "$MNT/d" >/dev/null
+	wait_ahead 200
+	sleep 1
+	(($(status_of dirs_read_ahead) <= 256)) || fail "dirs_read_ahead is $(status_of dirs_read_ahead)"
+	run -0 find "$MNT/d" -mindepth 1 -type d
+	((${#lines[@]} == 300)) || fail "find gave ${#lines[@]} directories"
 }
