@@ -453,14 +453,18 @@ static struct sfs_node *node_new(const struct stat *idst, struct sfs_stack *st,
 /* Installs a fresh resolution in a node found by identity. It is the
  * truth (the old stack may name a file since replaced under the same
  * inode number), except where the node was copied up and the fresh one
- * is another hard link of the lower file: the copy stays. */
+ * is another hard link of the lower file: the copy stays. A pending
+ * stack (a listed entry) replaces none of the same snapshot: an open or
+ * closed stack holds the same inode (its fd pins it; its handle carries
+ * the generation), and replacing it would only make the next use
+ * resolve the name again (ls -l: a listing, then xattr reads). */
 static void node_refresh(struct sfs_node *n, struct sfs_stack *st)
 {
 	bool keep;
 
 	pthread_mutex_lock(&n->lock);
-	keep = n->stack->snap == st->snap && n->stack->l[0].bidx < st->l[0].bidx &&
-	       n->type != S_IFDIR;
+	keep = n->stack->snap == st->snap && n->type != S_IFDIR &&
+	       (n->stack->l[0].bidx < st->l[0].bidx || st->pending);
 	pthread_mutex_unlock(&n->lock);
 	if (keep)
 		sfs_stack_put(st);
