@@ -97,7 +97,8 @@ ssize_t sfs_do_readlinkat(int dirfd, const char *name, char *buf, size_t len);
 int sfs_do_statx(int fd, struct stat *st, uint64_t *mnt);
 /* statx of the entry name of directory dirfd (one component), without
  * opening it: never following a symlink or an automount, and -EXDEV for
- * a mount point, as sfs_do_open. */
+ * a mount point, as sfs_do_open; what is mounted there is asked nothing
+ * (AT_STATX_DONT_SYNC: its cached attributes are read, then refused). */
 int sfs_do_statx_at(int dirfd, const char *name, struct stat *st);
 /* The inode attributes statx reports of fd (STATX_ATTR_APPEND,
  * STATX_ATTR_IMMUTABLE...: chattr's flags without opening the file), 0
