@@ -30,11 +30,6 @@ teardown() {
 	sfs_cleanup
 }
 
-# status_of KEY: the value of KEY in `stackfs status` of the mount
-status_of() {
-	"$SFS" status "$MNT" | awk -v k="$1" '$1 == k { print $2 }'
-}
-
 # attrs DIR: what a stat of each entry of DIR shows, one line each
 # (name, inode, type, mode, links, owner, size, mtime, symlink)
 attrs() {
@@ -64,13 +59,13 @@ lower_dir() {
 	lower_dir
 	sfs_mount "$UP:$LO=ro" "$MNT"
 	local fds0 listed
-	fds0=$(status_of node_fds)
+	fds0=$(sfs_status_of node_fds)
 	"$TOOLS/getdents_small" -b 65536 "$MNT/d" >/dev/null
-	listed=$(status_of listed_lookups)
+	listed=$(sfs_status_of listed_lookups)
 	# the files, the link and the fifo; the directory is looked up in full
 	((listed == 42)) || fail "listed_lookups is $listed, not 42"
-	(($(status_of node_fds) <= fds0 + 2)) ||
-		fail "the listing opened fds: $fds0 -> $(status_of node_fds)"
+	(($(sfs_status_of node_fds) <= fds0 + 2)) ||
+		fail "the listing opened fds: $fds0 -> $(sfs_status_of node_fds)"
 	attrs "$MNT/d" >"$BATS_TEST_TMPDIR/listed"
 	"$SFS" umount "$MNT"
 	# the same names looked up one by one, nothing listed
@@ -78,7 +73,7 @@ lower_dir() {
 	for f in "$LO"/d/*; do
 		stat -c '%n %i %F %a %h %u:%g %s %.9Y %N' "$MNT/d/${f##*/}"
 	done | sed "s|$MNT/d/||g" >"$BATS_TEST_TMPDIR/looked"
-	(($(status_of listed_lookups) == 0)) || fail "a lookup was answered as listed"
+	(($(sfs_status_of listed_lookups) == 0)) || fail "a lookup was answered as listed"
 	diff "$BATS_TEST_TMPDIR/looked" "$BATS_TEST_TMPDIR/listed"
 }
 
@@ -87,7 +82,7 @@ lower_dir() {
 	setfattr -n user.k -v val "$LO/d/f7"
 	sfs_mount "$UP:$LO=ro" "$MNT"
 	ls -l "$MNT/d" >/dev/null
-	(($(status_of listed_lookups) == 42)) || fail "listed_lookups is $(status_of listed_lookups)"
+	(($(sfs_status_of listed_lookups) == 42)) || fail "listed_lookups is $(sfs_status_of listed_lookups)"
 	for ((i = 0; i < 40; i++)); do
 		cmp "$LO/d/f$i" "$MNT/d/f$i"
 	done
@@ -95,7 +90,7 @@ lower_dir() {
 	assert_output f1
 	run -0 getfattr --absolute-names --only-values -n user.k "$MNT/d/f7"
 	assert_output val
-	(($(status_of failures) == 0)) || fail "$("$SFS" status "$MNT" | grep -i error)"
+	(($(sfs_status_of failures) == 0)) || fail "$("$SFS" status "$MNT" | grep -i error)"
 }
 
 @test "listed entries change through the view: chmod, write, rename, unlink, xattr, link; also after their directory got an upper copy" {
@@ -134,8 +129,8 @@ lower_dir() {
 	# not ls -l, whose xattr reads open each node
 	"$TOOLS/getdents_small" -b 65536 "$MNT/d" >/dev/null
 	stat "$MNT"/d/* >/dev/null
-	(($(status_of listed_lookups) == 4)) || fail "listed_lookups is $(status_of listed_lookups)"
-	(($(status_of node_fds) <= 3)) || fail "node_fds is $(status_of node_fds)"
+	(($(sfs_status_of listed_lookups) == 4)) || fail "listed_lookups is $(sfs_status_of listed_lookups)"
+	(($(sfs_status_of node_fds) <= 3)) || fail "node_fds is $(sfs_status_of node_fds)"
 	# by a user who can write in the branch, under the mount
 	mv "$LO/d/g" "$LO/d/f"
 	rm "$LO/d/h"
@@ -146,7 +141,7 @@ lower_dir() {
 	assert_output --partial "No such file or directory"
 	run -0 cat "$MNT/d/x"
 	assert_output other
-	(($(status_of failures) == 0)) || fail "$("$SFS" status "$MNT" | grep -i error)"
+	(($(sfs_status_of failures) == 0)) || fail "$("$SFS" status "$MNT" | grep -i error)"
 }
 
 @test "regression: listed entries the rules must look at closer keep what a lookup shows (an origin, the hard-link index)" {
@@ -168,7 +163,7 @@ lower_dir() {
 	assert_output "600 $ino_h 2"
 	run -0 stat -c '%i' "$MNT/n/m"
 	assert_output "$ino_m"
-	(($(status_of listed_lookups) == 0)) || fail "listed_lookups is $(status_of listed_lookups)"
+	(($(sfs_status_of listed_lookups) == 0)) || fail "listed_lookups is $(sfs_status_of listed_lookups)"
 }
 
 @test "listed entries read by many processes at once: each resolves to its own file" {
@@ -187,8 +182,8 @@ lower_dir() {
 	for ((j = 0; j < 6; j++)); do
 		wait -n || fail "a reader saw another file's data"
 	done
-	(($(status_of listed_lookups) == 200)) || fail "listed_lookups is $(status_of listed_lookups)"
-	(($(status_of failures) == 0)) || fail "$("$SFS" status "$MNT" | grep -i error)"
+	(($(sfs_status_of listed_lookups) == 200)) || fail "listed_lookups is $(sfs_status_of listed_lookups)"
+	(($(sfs_status_of failures) == 0)) || fail "$("$SFS" status "$MNT" | grep -i error)"
 }
 
 # wait_ahead N: dirs_read_ahead reaches N within 10 s (the read-ahead
@@ -196,10 +191,10 @@ lower_dir() {
 wait_ahead() {
 	local i
 	for ((i = 0; i < 100; i++)); do
-		(($(status_of dirs_read_ahead) >= $1)) && return 0
+		(($(sfs_status_of dirs_read_ahead) >= $1)) && return 0
 		sleep 0.1
 	done
-	fail "dirs_read_ahead is $(status_of dirs_read_ahead), not $1"
+	fail "dirs_read_ahead is $(sfs_status_of dirs_read_ahead), not $1"
 }
 
 @test "a listing reads its subdirectories ahead, in each layer; never through a symlink or into a mount point" {
@@ -214,7 +209,7 @@ wait_ahead() {
 	# no sub2); the mount point, and the symlink, are not read
 	wait_ahead 3
 	sleep 1
-	run -0 status_of dirs_read_ahead
+	run -0 sfs_status_of dirs_read_ahead
 	assert_output 3
 	run -0 ls "$MNT/d/sub1"
 	assert_output $'a\nc'
@@ -229,7 +224,7 @@ wait_ahead() {
 	"$TOOLS/getdents_small" -b 65536 "$MNT/d" >/dev/null
 	wait_ahead 200
 	sleep 1
-	(($(status_of dirs_read_ahead) <= 256)) || fail "dirs_read_ahead is $(status_of dirs_read_ahead)"
+	(($(sfs_status_of dirs_read_ahead) <= 256)) || fail "dirs_read_ahead is $(sfs_status_of dirs_read_ahead)"
 	run -0 find "$MNT/d" -mindepth 1 -type d
 	((${#lines[@]} == 300)) || fail "find gave ${#lines[@]} directories"
 }

@@ -75,11 +75,6 @@ answered_or_abort() {
 	return 1
 }
 
-# status_of KEY: the value of KEY in `stackfs status` of the mount
-status_of() {
-	"$SFS" status "$MNT" | awk -v k="$1" '$1 == k { print $2 }'
-}
-
 # traffic: what crosses the transport, checked against the branches:
 # 1 MiB writes and reads (the largest payload), a lower file read cold,
 # a 64 KiB xattr value both ways, a 2,000-entry readdir, names changed
@@ -112,10 +107,10 @@ traffic() {
 @test "io_uring: requests and replies of every size go through the rings; the data is the branch's" {
 	[[ $(cat "$URING_PARAM") == Y ]] || fail "enable_uring is off"
 	uring_mount nopassthrough,uring
-	run -0 status_of uring
+	run -0 sfs_status_of uring
 	assert_output on
 	traffic
-	n=$(status_of uring_requests)
+	n=$(sfs_status_of uring_requests)
 	# 5 writes, 26 reads of 512 KiB, the readdir, the xattrs, the names
 	((n > 40)) || fail "only $n requests went through the rings"
 }
@@ -123,26 +118,26 @@ traffic() {
 @test "io_uring: with passthrough, open replies carry their backing file through the ring" {
 	[[ $(cat "$URING_PARAM") == Y ]] || fail "enable_uring is off"
 	uring_mount uring
-	run -0 status_of uring
+	run -0 sfs_status_of uring
 	assert_output on
 	head -c 3000000 /dev/urandom >"$BATS_TEST_TMPDIR/src"
 	dd if="$BATS_TEST_TMPDIR/src" of="$MNT/f" bs=64k status=none
 	cmp "$BATS_TEST_TMPDIR/src" "$UP/f"
 	cmp "$BATS_TEST_TMPDIR/src" "$MNT/f"
-	(($(status_of passthrough_opens) >= 2)) || fail "passthrough_opens is $(status_of passthrough_opens)"
-	(($(status_of uring_requests) > 0)) || fail "no request went through the rings"
+	(($(sfs_status_of passthrough_opens) >= 2)) || fail "passthrough_opens is $(sfs_status_of passthrough_opens)"
+	(($(sfs_status_of uring_requests) > 0)) || fail "no request went through the rings"
 }
 
 @test "io_uring: by default the rings serve where offered; with -o nouring every request goes through /dev/fuse, with the same results" {
 	sfs_mount "$UP:$LO=ro" "$MNT" nopassthrough
-	run -0 status_of uring
+	run -0 sfs_status_of uring
 	assert_output on
 	"$SFS" umount "$MNT"
 	sfs_mount "$UP:$LO=ro" "$MNT" nopassthrough,uring,nouring
-	run -0 status_of uring
+	run -0 sfs_status_of uring
 	assert_output off
 	traffic
-	run -0 status_of uring_requests
+	run -0 sfs_status_of uring_requests
 	assert_output 0
 }
 
@@ -163,9 +158,9 @@ traffic() {
 		exit $rc
 	)
 	cat "$MNT/big" >/dev/null
-	run -0 status_of uring
+	run -0 sfs_status_of uring
 	assert_output off
-	run -0 status_of uring_requests
+	run -0 sfs_status_of uring_requests
 	assert_output 0
 	run -0 cat "$log"
 	assert_output --partial "-o uring: the kernel does not offer FUSE over io_uring"
@@ -190,7 +185,7 @@ traffic() {
 		((${#lines[@]} == 150)) || fail "p$p has ${#lines[@]} files"
 		[[ $(<"$UP/p$p/g149") == "$p 149" ]] || fail "p$p/g149 holds '$(<"$UP/p$p/g149")'"
 	done
-	(($(status_of uring_requests) > 8 * 150 * 4)) || fail "only $(status_of uring_requests) requests went through the rings"
+	(($(sfs_status_of uring_requests) > 8 * 150 * 4)) || fail "only $(sfs_status_of uring_requests) requests went through the rings"
 }
 
 @test "io_uring: a daemon killed while its rings serve leaves a dead mount that unmounts; a clean unmount ends the daemon" {
@@ -245,7 +240,7 @@ traffic() {
 	done
 	run grep -c 'io_uring entry .* stops' "$log"
 	assert_output 0
-	(($(status_of uring_requests) > 200)) || fail "the rings served $(status_of uring_requests) requests"
+	(($(sfs_status_of uring_requests) > 200)) || fail "the rings served $(sfs_status_of uring_requests) requests"
 }
 
 @test "regression: -o uring where io_uring cannot be set up (kernel.io_uring_disabled) serves through /dev/fuse at once and says why" {
@@ -269,7 +264,7 @@ traffic() {
 	)
 	sfs_record stackfs "$MNT"
 	run -0 timeout 20 cat "$MNT/big"
-	run -0 status_of uring
+	run -0 sfs_status_of uring
 	assert_output off
 	run -0 cat "$log"
 	assert_output --partial "io_uring cannot be used here"

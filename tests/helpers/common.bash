@@ -310,6 +310,12 @@ sfs_fstype() {
 	return 0
 }
 
+# sfs_status_of KEY [MP]: the value of KEY in `stackfs status` of the
+# mount on MP (default $MNT)
+sfs_status_of() {
+	"$SFS" status "${2:-$MNT}" | awk -v k="$1" '$1 == k { print $2 }'
+}
+
 # The pid of the daemon serving the stackfs mount on $1, or nothing.
 sfs_daemon_pid() {
 	local mp=$1 mm pid p cmd
