@@ -1,7 +1,7 @@
-/* The merged directory listing. A listing is read whole when a directory
- * stream starts (offset 0) and kept in the open directory, sorted by a
- * cookie derived from each name; the offset after an entry is its
- * cookie. So small getdents buffers and telldir/seekdir never make an
+/* Directory streams: opendir, readdir(plus), releasedir, fsyncdir. A
+ * listing (dirlist.c) is read whole when a directory stream starts
+ * (offset 0) and kept in the open directory, sorted by a cookie derived
+ * from each name; the offset after an entry is its cookie. So small getdents buffers and telldir/seekdir never make an
  * entry appear twice or go missing, and a position stays valid even when
  * a rewind re-reads the directory after files were created in it. */
 #include <dirent.h>
@@ -11,11 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "stackfs/dirahead.h"
-#include "stackfs/nameset.h"
 #include "common/bio.h"
 #include "stackfs/ops.h"
 #include "union/resolve.h"
@@ -25,137 +23,6 @@ struct sfs_dir {
 	struct sfs_dirlist list;  /* "." and ".." first */
 	bool loaded;
 };
-
-/* What the merge of one listing needs as it goes down the layers. */
-struct merge {
-	struct sfs_dirlist *out;
-	struct sfs_nameset seen;     /* name -> index in out */
-	struct sfs_nameset hidden;   /* whited out by layers above */
-	struct sfs_nameset pending;  /* whiteouts of the current layer */
-	const struct sfs_snap *snap;
-	bool single;                 /* one layer: nothing to merge */
-};
-
-void sfs_dirlist_free(struct sfs_dirlist *l)
-{
-	for (size_t i = 0; i < l->n; i++)
-		free(l->e[i].name);
-	free(l->e);
-	memset(l, 0, sizeof(*l));
-}
-
-static int list_add(struct sfs_dirlist *l, const char *name, ino_t ino,
-		    unsigned char type)
-{
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 32;
-		struct sfs_dirent *e = realloc(l->e, cap * sizeof(*e));
-
-		if (!e)
-			return -ENOMEM;
-		l->e = e;
-		l->cap = cap;
-	}
-	l->e[l->n].name = strdup(name);
-	if (!l->e[l->n].name)
-		return -ENOMEM;
-	l->e[l->n].ino = ino;
-	l->e[l->n].type = type;
-	l->n++;
-	return 0;
-}
-
-/* The inode number the view shows for an entry of a rw branch with
- * branches below: a copy-up shows its origin's, as stat does. */
-static uint64_t entry_ino(const struct merge *m, int dirfd, unsigned bidx,
-			  const char *name, ino_t real_ino)
-{
-	uint64_t dev = m->snap->b[bidx]->dev, odev, oino;
-
-	if (bidx + 1 < m->snap->n && m->snap->b[bidx]->mode == SFS_BRANCH_RW &&
-	    sfs_origin_identity(m->snap, dirfd, name, &odev, &oino) > 0)
-		return sfs_ino_of(m->snap, odev, oino);
-	return sfs_ino_of(m->snap, dev, real_ino);
-}
-
-/* One name of a layer (the union's listing rule: union/listing.c): a
- * whiteout hides the name in the layers below (in a single layer it
- * hides nothing, but is not shown either); an entry shows unless a
- * layer above hid or showed it already. */
-static int merge_entry(struct merge *m, int dirfd, unsigned bidx, unsigned dirflags,
-		       const char *name, ino_t real_ino, unsigned char type)
-{
-	const char *hides;
-	int kind = sfs_u_dirent(dirfd, name, type, dirflags, &hides);
-	int ret;
-
-	if (kind < 0 || kind == SFS_U_SKIP)
-		return kind < 0 ? kind : 0;
-	if (kind == SFS_U_WHITEOUT)
-		return m->single ? 0 : sfs_nameset_put(&m->pending, hides, 0);
-	if (!m->single && (sfs_nameset_get(&m->hidden, name) != (size_t)-1 ||
-			   sfs_nameset_get(&m->seen, name) != (size_t)-1))
-		return 0;
-	ret = m->single ? 0 : sfs_nameset_put(&m->seen, name, m->out->n);
-	return ret < 0 ? ret : list_add(m->out, name, entry_ino(m, dirfd, bidx, name, real_ino),
-					type);
-}
-
-static int read_layer(struct merge *m, const struct sfs_layer *l, bool is_root)
-{
-	char buf[65536];
-	int fd = sfs_do_reopen(l->fd, O_RDONLY | O_DIRECTORY);
-	long nread;
-	int ret = 0;
-
-	unsigned dirflags = (is_root ? SFS_U_AT_ROOT : 0) |
-			    (sfs_wh_dir_has_xwhiteouts(l->fd) ? SFS_U_XWHITEOUTS : 0);
-
-	if (fd < 0)
-		return fd;
-	while (ret == 0 && (nread = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
-		for (long pos = 0; ret == 0 && pos < nread;) {
-			struct dirent64 *d = (struct dirent64 *)(buf + pos);
-
-			pos += d->d_reclen;
-			ret = merge_entry(m, fd, l->bidx, dirflags, d->d_name, d->d_ino, d->d_type);
-		}
-	}
-	if (ret == 0 && nread < 0)
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
-/* Moves the whiteouts of the layer just read into the hidden set: they
- * hide names of the layers below, never the layer's own entries. */
-static int merge_next_layer(struct merge *m)
-{
-	for (size_t i = 0; i < m->pending.cap; i++) {
-		if (m->pending.slot[i] &&
-		    sfs_nameset_put(&m->hidden, m->pending.slot[i], 0) < 0)
-			return -ENOMEM;
-	}
-	sfs_nameset_free(&m->pending);
-	return 0;
-}
-
-int sfs_dirlist_read(const struct sfs_stack *st, bool is_root,
-		     struct sfs_dirlist *out)
-{
-	struct merge m = { .out = out, .snap = st->snap, .single = st->n == 1 };
-	int ret = 0;
-
-	for (unsigned i = 0; i < st->n && ret == 0; i++) {
-		ret = read_layer(&m, &st->l[i], is_root);
-		if (ret == 0)
-			ret = merge_next_layer(&m);
-	}
-	sfs_nameset_free(&m.seen);
-	sfs_nameset_free(&m.hidden);
-	sfs_nameset_free(&m.pending);
-	return ret;
-}
 
 /* readdir(3) skips entries whose d_ino is 0, so ".." needs a number:
  * the parent's, or the root's own. */
@@ -170,26 +37,6 @@ static ino_t dotdot_ino(struct sfs_node *n)
 	return ino;
 }
 
-/* A name's position: 63-bit FNV-1a, above the 1 and 2 of "." and "..".
- * A collision between two names of one directory (about one in 2^40 for
- * a million names) would hide one of them from a resumed listing. */
-static off_t name_cookie(const char *name)
-{
-	uint64_t h = 1469598103934665603ULL;
-
-	for (; *name; name++)
-		h = (h ^ (unsigned char)*name) * 1099511628211ULL;
-	h &= INT64_MAX;
-	return (off_t)(h < 3 ? h + 3 : h);
-}
-
-static int by_cookie(const void *a, const void *b)
-{
-	const struct sfs_dirent *x = a, *y = b;
-
-	return x->cookie < y->cookie ? -1 : x->cookie > y->cookie;
-}
-
 /* plus: the kernel asked for attributes, a walk may follow: the
  * subdirectories are read ahead (dirahead.c). */
 static int dir_load(struct sfs_dir *d, struct sfs_node *n, bool plus)
@@ -199,9 +46,9 @@ static int dir_load(struct sfs_dir *d, struct sfs_node *n, bool plus)
 
 	sfs_dirlist_free(&d->list);
 	if (ret == 0)
-		ret = list_add(&d->list, ".", n->ino, DT_DIR);
+		ret = sfs_dirlist_add(&d->list, ".", n->ino, DT_DIR);
 	if (ret == 0)
-		ret = list_add(&d->list, "..", dotdot_ino(n), DT_DIR);
+		ret = sfs_dirlist_add(&d->list, "..", dotdot_ino(n), DT_DIR);
 	if (ret == 0)
 		ret = sfs_dirlist_read(st, n == sfs_node_root(), &d->list);
 	if (ret == 0 && plus)
@@ -212,9 +59,7 @@ static int dir_load(struct sfs_dir *d, struct sfs_node *n, bool plus)
 		return ret;
 	d->list.e[0].cookie = 1;
 	d->list.e[1].cookie = 2;
-	for (size_t i = 2; i < d->list.n; i++)
-		d->list.e[i].cookie = name_cookie(d->list.e[i].name);
-	qsort(d->list.e + 2, d->list.n - 2, sizeof(d->list.e[0]), by_cookie);
+	sfs_dirlist_sort(&d->list, 2);
 	return 0;
 }
 

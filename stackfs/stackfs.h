@@ -14,6 +14,7 @@
 
 #include "common/bio.h"
 #include "stackfs/branch.h"
+#include "stackfs/dirlist.h"
 #include "union/copy.h"
 
 /* ---- opts.c: mount options ------------------------------------------ */
@@ -466,23 +467,6 @@ int sfs_set_owner(int dirfd, const char *name, fuse_req_t req);
 /* Around a creation: the caller's umask on this thread, then 0 again. */
 void sfs_umask_begin(fuse_req_t req);
 void sfs_umask_end(void);
-
-/* ---- readdir.c: the merged listing ------------------------------------ */
-struct sfs_dirent {
-	char *name;
-	ino_t ino;                /* inode number shown (0: unknown) */
-	unsigned char type;       /* DT_* */
-	off_t cookie;             /* the directory offset after this entry */
-};
-struct sfs_dirlist {
-	struct sfs_dirent *e;
-	size_t n, cap;
-};
-/* Reads every layer of a directory stack into one listing: each visible
- * name once, whiteouts and reserved names left out; `.`/`..` not included. */
-int sfs_dirlist_read(const struct sfs_stack *st, bool is_root,
-		     struct sfs_dirlist *out);
-void sfs_dirlist_free(struct sfs_dirlist *l);
 
 /* ---- export.c, export_lookup.c, export_names.c: nfs_export=on ------- */
 /* Set once at start from -o nfs_export=on: node ids are union inode

@@ -361,6 +361,26 @@ make_big() {
 	assert_output "entries 602"
 }
 
+# 6,000 names of 60 bytes (360 KB: the listing's names span several
+# chunks, and the radix sort orders them), half of them in both branches
+@test "a merged listing of 6,000 long names: every entry once, positions valid" {
+	local pad
+	pad=$(printf 'p%.0s' {1..54})
+	mkdir -p "$UP/huge" "$LO/huge"
+	(cd "$UP/huge" && touch $(seq -f "u%04g$pad" 0 2999) $(seq -f "b%04g$pad" 0 1499))
+	(cd "$LO/huge" && touch $(seq -f "l%04g$pad" 0 1499) $(seq -f "b%04g$pad" 0 1499) \
+		$(seq -f ".wh.u%04g$pad" 0 9))
+	sfs_mount "$UP:$LO" "$MNT"
+	# a listing out of cookie order never ends: time it out, a failure
+	run -0 timeout 60 "$TOOLS/getdents_small" -b 4096 "$MNT/huge"
+	((${#lines[@]} == 6002)) || fail "got ${#lines[@]} entries, want 6002"
+	run -0 bash -c "timeout 60 '$TOOLS/getdents_small' -b 1000 '$MNT/huge' | sort | uniq -d"
+	assert_output ""
+	run -0 timeout 60 "$TOOLS/seekdir_walk" -s 13 "$MNT/huge"
+	assert_output "entries 6002"
+	run -0 bash -c "ls -f '$MNT/huge' | LC_ALL=C sort | diff - <( (echo .; echo ..; ls -f '$UP/huge' '$LO/huge' | grep -v -e '^\.' -e '^\$' -e ':\$') | LC_ALL=C sort -u)"
+}
+
 @test "ls -l of 2000 merged entries: every entry once, every stat works" {
 	local i
 	mkdir -p "$UP/many" "$LO/many"
