@@ -27,6 +27,10 @@ test_pkgs=(
 	# tests/16-podman runs it with stackfs as its mount program, with runc
 	# (crun refuses hybrid cgroup setups) and busybox for the image's rootfs
 	podman runc busybox-static
+	# newuidmap/newgidmap: unshare --map-users (tests/17-rootless maps a
+	# user's subordinate ids, as rootless podman does); podman only
+	# recommends uidmap, and recommends are not installed here
+	uidmap
 	# make fuzz: clang and its runtimes. libFuzzer (and clang's ASan) is in
 	# libclang-rt-N-dev, which clang only recommends; libclang-rt-dev
 	# follows the default clang version.

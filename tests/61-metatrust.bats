@@ -64,7 +64,8 @@ start_swapper() {
 
 stop_swapper() {
 	[[ -n ${SWAPPER_PID:-} ]] || return 0
-	pkill -TERM -u nobody -x swapper 2>/dev/null
+	# none left when its 60 s ran out first (a slow, loaded machine)
+	pkill -TERM -u nobody -x swapper 2>/dev/null || true
 	wait "$SWAPPER_PID" 2>/dev/null || true
 	SWAPPER_PID=
 }
