@@ -30,7 +30,7 @@ static ssize_t list_names(int dirfd, char **buf)
 		if (!b)
 			return -ENOMEM;
 		*buf = b;
-		n = sfs_xattr_list(dirfd, "", b, size);
+		n = sfs_xattr_list(dirfd, ".", b, size);
 		if (n != -ERANGE)
 			break;
 		size *= 4;
@@ -43,7 +43,7 @@ static ssize_t list_names(int dirfd, char **buf)
 static int read_value(int dirfd, const char *name, char **out)
 {
 	char v[4096];
-	ssize_t n = sfs_xattr_get(dirfd, "", name, v, sizeof(v) - 1);
+	ssize_t n = sfs_xattr_get(dirfd, ".", name, v, sizeof(v) - 1);
 
 	if (n < 0)
 		return n == -ENODATA ? 0 : (int)n;

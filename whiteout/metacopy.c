@@ -45,13 +45,39 @@ static int has_mark(int fd, const char *name)
 	return n < 0 ? (int)n : 1;
 }
 
+/* Whether fd's list of attribute names holds either mark: 1, 0, or
+ * -errno (-ERANGE: more names than fit here). One call where has_mark
+ * makes two, each through the /proc/self/fd link an O_PATH fd needs
+ * (issue 20: every regular file a lookup finds above another branch is
+ * asked). */
+static int listed_mark(int fd)
+{
+	char list[1025];
+	ssize_t n = sfs_xattr_list(fd, "", list, sizeof(list) - 1);
+
+	if (n == -ENOTSUP)
+		return 0;
+	if (n < 0)
+		return (int)n;
+	list[n] = '\0';
+	for (ssize_t i = 0; i < n; i += (ssize_t)strnlen(list + i, (size_t)(n - i)) + 1) {
+		if (!strcmp(list + i, SFS_OVL_METACOPY_XATTR) ||
+		    !strcmp(list + i, SFS_SFS_METACOPY_XATTR))
+			return 1;
+	}
+	return 0;
+}
+
 int sfs_metacopy_read(int fd, struct sfs_metacopy *m)
 {
-	int n = has_mark(fd, SFS_OVL_METACOPY_XATTR);
+	int n = listed_mark(fd);
 
 	memset(m, 0, sizeof(*m));
-	if (n == 0) /* stackfs's own mark (-o whiteout=wh) */
-		n = has_mark(fd, SFS_SFS_METACOPY_XATTR);
+	if (n == -ERANGE) {
+		n = has_mark(fd, SFS_OVL_METACOPY_XATTR);
+		if (n == 0) /* stackfs's own mark (-o whiteout=wh) */
+			n = has_mark(fd, SFS_SFS_METACOPY_XATTR);
+	}
 	if (n == 0)
 		return 0;
 	if (n < 0)

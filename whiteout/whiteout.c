@@ -43,7 +43,7 @@ static bool is_x(int fd, const char *name)
 {
 	char v[2];
 
-	return sfs_xattr_get(fd, "", name, v, sizeof(v)) == 1 && v[0] == 'x';
+	return sfs_xattr_get(fd, ".", name, v, sizeof(v)) == 1 && v[0] == 'x';
 }
 
 bool sfs_wh_dir_has_xwhiteouts(int dirfd)
@@ -52,7 +52,7 @@ bool sfs_wh_dir_has_xwhiteouts(int dirfd)
 	bool x = is_x(dirfd, SFS_OVL_OPAQUE_XATTR) || is_x(dirfd, SFS_OVL_USER_OPAQUE_XATTR);
 
 	errno = saved;
-	return x || has_either(dirfd, "", SFS_OVL_XWHITEOUTS_XATTR, SFS_OVL_USER_XWHITEOUTS_XATTR);
+	return x || has_either(dirfd, ".", SFS_OVL_XWHITEOUTS_XATTR, SFS_OVL_USER_XWHITEOUTS_XATTR);
 }
 
 bool sfs_wh_is_xwhiteout(int dirfd, const char *ent, const struct stat *st)

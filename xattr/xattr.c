@@ -1,8 +1,11 @@
 /* Pass-through of extended attributes of real entries. An entry is named
  * by a directory fd and a name, or by its own O_PATH fd and "" (not for
  * symlinks: an O_PATH fd only reaches the inode through the
- * /proc/self/fd magic link, which the xattr calls would follow). A name
- * is never looked up across a mount point (entry_fd). */
+ * /proc/self/fd magic link, which the xattr calls would follow), or, for
+ * a directory's own fd, by ".": a getxattrat of "." costs half the
+ * magic link's walk through /proc (issue 20: every lookup in a merged
+ * directory reads its marks), and "." crosses no mount point. A name is
+ * never looked up across a mount point (entry_fd). */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/types.h>
@@ -32,6 +35,11 @@ struct sfs_xattr_args {
 /* Set once the running kernel lacks the *xattrat calls (before 6.13). */
 static int no_at_calls;
 
+static bool is_dot(const char *ent)
+{
+	return ent[0] == '.' && !ent[1];
+}
+
 /* A name is reached through an fd opened without crossing a mount point
  * (a getxattrat by name, or a /proc/self/fd/N/name path, would enter
  * one): *efd is that fd, to use with "" in place of (fd, ent), or -1 when
@@ -43,7 +51,7 @@ static int entry_fd(int fd, const char *ent, int *efd)
 	struct stat st;
 
 	*efd = -1;
-	if (!ent[0])
+	if (!ent[0] || is_dot(ent))
 		return 0;
 	*efd = sfs_do_open(fd, ent, O_PATH, 0);
 	if (*efd < 0)
@@ -67,10 +75,16 @@ static bool use_at(const char *name)
 	return name[0] && !no_at_calls;
 }
 
-static long at_result(long r)
+/* The *at call's answer, or -ENOSYS to take the /proc path instead: on
+ * a kernel without the calls, and for "." in a directory the daemon may
+ * not search (its magic link needs no search permission there; a
+ * user's daemon can meet one). */
+static long at_result(const char *ent, long r)
 {
 	if (r < 0 && errno == ENOSYS)
 		no_at_calls = 1;
+	if (r < 0 && errno == EACCES && is_dot(ent))
+		return -ENOSYS;
 	return r < 0 ? -errno : r;
 }
 
@@ -81,7 +95,7 @@ static ssize_t get_at(int fd, const char *ent, const char *name, void *value, si
 	long r;
 
 	if (use_at(ent)) {
-		r = at_result(syscall(SYS_getxattrat, fd, ent, AT_SYMLINK_NOFOLLOW, name, &a, sizeof(a)));
+		r = at_result(ent, syscall(SYS_getxattrat, fd, ent, AT_SYMLINK_NOFOLLOW, name, &a, sizeof(a)));
 		if (r != -ENOSYS)
 			return r;
 	}
@@ -100,7 +114,7 @@ static int set_at(int fd, const char *ent, const char *name, const void *value,
 	long r;
 
 	if (use_at(ent)) {
-		r = at_result(syscall(SYS_setxattrat, fd, ent, AT_SYMLINK_NOFOLLOW, name, &a, sizeof(a)));
+		r = at_result(ent, syscall(SYS_setxattrat, fd, ent, AT_SYMLINK_NOFOLLOW, name, &a, sizeof(a)));
 		if (r != -ENOSYS)
 			return (int)r;
 	}
@@ -115,7 +129,7 @@ static ssize_t list_at(int fd, const char *ent, char *list, size_t size)
 	long r;
 
 	if (use_at(ent)) {
-		r = at_result(syscall(SYS_listxattrat, fd, ent, AT_SYMLINK_NOFOLLOW, list, size));
+		r = at_result(ent, syscall(SYS_listxattrat, fd, ent, AT_SYMLINK_NOFOLLOW, list, size));
 		if (r != -ENOSYS)
 			return r;
 	}
@@ -130,7 +144,7 @@ static int remove_at(int fd, const char *ent, const char *name)
 	long r;
 
 	if (use_at(ent)) {
-		r = at_result(syscall(SYS_removexattrat, fd, ent, AT_SYMLINK_NOFOLLOW, name));
+		r = at_result(ent, syscall(SYS_removexattrat, fd, ent, AT_SYMLINK_NOFOLLOW, name));
 		if (r != -ENOSYS)
 			return (int)r;
 	}

@@ -11,7 +11,8 @@
 /* The entry is `ent` beneath directory fd `fd` (never followed if a
  * symlink: the *xattrat calls of Linux 6.13, else l*xattr through the
  * /proc/self/fd magic link of the directory), or fd itself when ent is
- * "" (an O_PATH fd of a non-symlink). */
+ * "" (an O_PATH fd of a non-symlink) or "." (a directory's fd: the
+ * cheaper call). */
 ssize_t sfs_xattr_get(int fd, const char *ent, const char *name, void *value, size_t size);
 int sfs_xattr_set(int fd, const char *ent, const char *name, const void *value,
 		  size_t size, int flags);
