@@ -313,6 +313,7 @@ in_userns() {
 # it is read as her.
 @test "rootless: -o coherent by inotify: a name made, rewritten, chmodded, removed and renamed below shows at once (not without the option)" {
 	local kind
+	sfs_hold_caches
 	user_mount timeout=600
 	run -1 as_user "$RL_BIN/cohlat" -n 1 -t 1000 "$LO/d" "$MNT/d" create
 	assert_output "create: round 0: not seen within 1000 ms"

@@ -71,8 +71,7 @@ teardown() {
 	sfs_mount "$A:$B" "$MNT"
 	local before after
 	before=$(find "$MNT" -printf '%i %p\n' | sort)
-	sync
-	echo 2 >/proc/sys/vm/drop_caches
+	sfs_drop_caches 2
 	after=$(find "$MNT" -printf '%i %p\n' | sort)
 	[[ $before == "$after" ]] || fail "$(diff <(echo "$before") <(echo "$after") | head -20)"
 }
@@ -95,8 +94,7 @@ teardown() {
 	base=$(ls "/proc/$pid/fd" | wc -l)
 	run -0 bash -c "find '$MNT/many' -type f | wc -l"
 	assert_output 5000
-	sync
-	echo 2 >/proc/sys/vm/drop_caches
+	sfs_drop_caches 2
 	for ((i = 0; i < 50; i++)); do
 		n=$(ls "/proc/$pid/fd" | wc -l)
 		((n <= base + 50)) && break

@@ -83,7 +83,7 @@ traffic() {
 	head -c 5000000 /dev/urandom >"$src"
 	dd if="$src" of="$MNT/new" bs=1M status=none
 	cmp "$src" "$UP/new"
-	echo 3 >/proc/sys/vm/drop_caches
+	sfs_drop_caches 3
 	cmp "$src" "$MNT/new"
 	cmp "$LO/big" "$MNT/big"
 	head -c 65000 /dev/urandom | base64 -w0 | head -c 65000 >"$BATS_TEST_TMPDIR/xv"
@@ -177,9 +177,11 @@ traffic() {
 				echo "$2 $i" >"$1/p$2/f$i" || exit 1
 				[[ $(<"$1/p$2/f$i") == "$2 $i" ]] || exit 1
 				mv "$1/p$2/f$i" "$1/p$2/g$i" || exit 1
-			done' _ "$MNT" "$p" &
+			done' _ "$MNT" "$p" 2>>"$BATS_TEST_TMPDIR/writers.err" &
 	done
-	for ((p = 0; p < 8; p++)); do wait -n || fail "a writer failed"; done
+	for ((p = 0; p < 8; p++)); do
+		wait -n || fail "a writer failed: $(cat "$BATS_TEST_TMPDIR/writers.err")"
+	done
 	for ((p = 0; p < 8; p++)); do
 		run -0 ls "$UP/p$p"
 		((${#lines[@]} == 150)) || fail "p$p has ${#lines[@]} files"

@@ -39,8 +39,7 @@ xmount() {
 }
 
 drop() {
-	sync
-	echo 2 >/proc/sys/vm/drop_caches
+	sfs_drop_caches 2
 }
 
 # save PATH NAME: the handle of view path PATH, and its st_ino

@@ -48,6 +48,7 @@ wait_for() {
 
 @test "without -o coherent a change made below stays hidden for the timeout" {
 	local kind
+	sfs_hold_caches
 	sfs_mount "$UP:$LO" "$MNT" timeout=600
 	for kind in create content attr delete rename; do
 		run -1 "$TOOLS/cohlat" -n 1 -t 1000 "$LO/d" "$MNT/d" "$kind"

@@ -310,6 +310,25 @@ sfs_fstype() {
 	return 0
 }
 
+# The kernel's caches are dropped for every mount at once, and the ext4
+# and XFS runs go side by side: a test that asserts the kernel still
+# caches an entry (changes made below hidden for timeout=) holds this lock
+# shared until it ends, and a drop takes it alone.
+SFS_CACHES_LOCK=/tmp/stackfs-caches.lock
+
+# sfs_drop_caches N: sync, then N into /proc/sys/vm/drop_caches.
+sfs_drop_caches() {
+	sync
+	flock -x "$SFS_CACHES_LOCK" sh -c "echo $1 >/proc/sys/vm/drop_caches"
+}
+
+# sfs_hold_caches: no drop of the kernel's caches until this test ends
+# (fd 7 is closed with the test's process).
+sfs_hold_caches() {
+	exec 7>"$SFS_CACHES_LOCK"
+	flock -s 7
+}
+
 # sfs_status_of KEY [MP]: the value of KEY in `stackfs status` of the
 # mount on MP (default $MNT)
 sfs_status_of() {
