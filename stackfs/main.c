@@ -13,6 +13,7 @@
 #include "common/bio.h"
 #include "common/escape.h"
 #include "stackfs/dirahead.h"
+#include "stackfs/listings.h"
 #include "stackfs/ops.h"
 #include "common/runtime.h"
 #include "xattr/records.h"
@@ -178,6 +179,7 @@ static int serve(struct fuse_session *se, const struct sfs_opts *o)
 	ret = fuse_session_loop_mt(se, cfg);
 	sfs_uring_stop();
 	sfs_dirahead_stop();
+	sfs_listings_clear();
 	fuse_loop_cfg_destroy(cfg);
 	sfs_coherent_stop();
 	sfs_control_stop();

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "stackfs/listings.h"
 #include "stackfs/stackfs.h"
 
 #define SHARDS 64
@@ -190,6 +191,8 @@ static void node_free(struct sfs_node *n)
 	}
 	if (sfs_coh_ino)
 		sfs_cohino_drop(n);
+	if (n->type == S_IFDIR)
+		sfs_listings_forget(n);
 	free(n->name);
 	sfs_saved_free(n->saved);
 	pthread_mutex_destroy(&n->lock);

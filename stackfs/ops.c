@@ -74,4 +74,5 @@ void sfs_op_init(void *userdata, struct fuse_conn_info *conn)
 	 * truncate and chown itself then (with a setattr): the daemon writes
 	 * as root, which keeps them. */
 	conn->want &= ~(unsigned)FUSE_CAP_HANDLE_KILLPRIV;
+	sfs_readdir_init(conn);
 }

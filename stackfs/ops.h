@@ -59,6 +59,8 @@ void sfs_op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
 		  size_t in_bufsz, size_t out_bufsz);
 
 /* readdir.c */
+/* From the INIT: whether the kernel can open directories itself. */
+void sfs_readdir_init(const struct fuse_conn_info *conn);
 void sfs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void sfs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi);

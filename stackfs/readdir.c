@@ -14,15 +14,20 @@
 #include <unistd.h>
 
 #include "stackfs/dirahead.h"
+#include "stackfs/listings.h"
 #include "common/bio.h"
 #include "stackfs/ops.h"
 #include "union/resolve.h"
 
-struct sfs_dir {
-	pthread_mutex_t lock;     /* one reader of a stream at a time */
-	struct sfs_dirlist list;  /* "." and ".." first */
-	bool loaded;
-};
+/* The kernel opens and releases directories itself once OPENDIR has
+ * answered ENOSYS (Linux 5.1+, FUSE_CAP_NO_OPENDIR_SUPPORT): streams keep
+ * no state here, their listings are the node's (listings.c). */
+static bool opendir_in_kernel;
+
+void sfs_readdir_init(const struct fuse_conn_info *conn)
+{
+	opendir_in_kernel = conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT;
+}
 
 /* readdir(3) skips entries whose d_ino is 0, so ".." needs a number:
  * the parent's, or the root's own. */
@@ -39,11 +44,12 @@ static ino_t dotdot_ino(struct sfs_node *n)
 
 /* plus: the kernel asked for attributes, a walk may follow: the
  * subdirectories are read ahead (dirahead.c). */
-static int dir_load(struct sfs_dir *d, struct sfs_node *n, bool plus)
+static int dir_load(struct sfs_listing *d, struct sfs_node *n, bool plus)
 {
 	struct sfs_stack *st;
 	int ret = sfs_node_stack_open(n, &st);
 
+	sfs_count(listings_read, 1);
 	sfs_dirlist_free(&d->list);
 	if (ret == 0)
 		ret = sfs_dirlist_add(&d->list, ".", n->ino, DT_DIR);
@@ -64,7 +70,7 @@ static int dir_load(struct sfs_dir *d, struct sfs_node *n, bool plus)
 }
 
 /* The first entry to return for a request at offset off. */
-static size_t dir_seek(const struct sfs_dir *d, off_t off)
+static size_t dir_seek(const struct sfs_listing *d, off_t off)
 {
 	size_t lo = 0, hi = d->list.n;
 
@@ -81,23 +87,20 @@ static size_t dir_seek(const struct sfs_dir *d, off_t off)
 
 void sfs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct sfs_dir *d = calloc(1, sizeof(*d));
-
-	if (!d) {
-		sfs_reply_err(req, ENOMEM);
+	sfs_count(dir_opens, 1);
+	if (opendir_in_kernel) {
+		/* not an error: "open them yourself", asked once */
+		fuse_reply_err(req, ENOSYS);
 		return;
 	}
-	pthread_mutex_init(&d->lock, NULL);
-	fi->fh = (uintptr_t)d;
 	/* The kernel may keep the listing between opens: every change of a
 	 * directory goes through it and drops its copy, and offsets (name
-	 * cookies) stay valid across a re-read. */
+	 * cookies) stay valid across a re-read. What it does by default
+	 * where it opens directories itself. */
+	fi->fh = 0;
 	fi->cache_readdir = 1;
 	fi->keep_cache = 1;
-	if (fuse_reply_open(req, fi) == -ENOENT) {
-		pthread_mutex_destroy(&d->lock);
-		free(d);
-	}
+	fuse_reply_open(req, fi);
 }
 
 /* Adds one readdirplus entry: looks the name up (counting a lookup the
@@ -143,19 +146,19 @@ static long add_plain(fuse_req_t req, const struct sfs_dirent *de, char *buf,
 	return sz > rem ? 0 : (long)sz;
 }
 
-static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		       struct fuse_file_info *fi, bool plus)
+/* The entries from offset off that fit in size bytes, from n's listing
+ * (read again at offset 0). */
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus)
 {
-	struct sfs_dir *d = (struct sfs_dir *)(uintptr_t)fi->fh;
 	struct sfs_node *n = sfs_node_of(ino);
+	struct sfs_listing *d = sfs_listing_get(n);
 	char *buf = malloc(size);
-	size_t pos = 0;
-	int ret = buf ? 0 : -ENOMEM;
+	size_t pos = 0, i = 0;
+	int ret = buf && d ? 0 : -ENOMEM;
 
-	pthread_mutex_lock(&d->lock);
 	if (ret == 0 && (off == 0 || !d->loaded))
 		ret = dir_load(d, n, plus);
-	for (size_t i = ret == 0 ? dir_seek(d, off) : 0; ret == 0 && i < d->list.n; i++) {
+	for (i = ret == 0 ? dir_seek(d, off) : 0; ret == 0 && i < d->list.n; i++) {
 		off_t next = d->list.e[i].cookie;
 		long sz = plus ? add_plus(req, n, &d->list.e[i], buf + pos, size - pos, next)
 			       : add_plain(req, &d->list.e[i], buf + pos, size - pos, next);
@@ -168,7 +171,9 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		}
 		pos += (size_t)sz;
 	}
-	pthread_mutex_unlock(&d->lock);
+	/* the empty reply ends a stream: the listing has served it whole */
+	if (d)
+		sfs_listing_put(d, ret == 0 && pos == 0 && i >= d->list.n);
 	/* An error after some entries: return those; the next call reports. */
 	if (ret < 0 && pos == 0)
 		sfs_reply_err_op(req, -ret, plus ? "sfs_op_readdirplus" : "sfs_op_readdir");
@@ -180,22 +185,19 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 void sfs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
-	do_readdir(req, ino, size, off, fi, false);
+	do_readdir(req, ino, size, off, false);
 }
 
 void sfs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			struct fuse_file_info *fi)
 {
-	do_readdir(req, ino, size, off, fi, true);
+	do_readdir(req, ino, size, off, true);
 }
 
+/* Only where the kernel does not open directories itself: nothing is
+ * kept per stream. */
 void sfs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct sfs_dir *d = (struct sfs_dir *)(uintptr_t)fi->fh;
-
-	sfs_dirlist_free(&d->list);
-	pthread_mutex_destroy(&d->lock);
-	free(d);
 	sfs_reply_err(req, 0);
 }
 

@@ -515,6 +515,7 @@ struct sfs_stats {
 	atomic_uint_fast64_t node_fd_reopens;   /* stacks reopened by handle */
 	/* entries answered unopened; directories read ahead (dirahead.c) */
 	atomic_uint_fast64_t listed_lookups, dirs_read_ahead;
+	atomic_uint_fast64_t dir_opens, listings_read; /* OPENDIRs; dir_load */
 	atomic_uint_fast64_t errors[SFS_STATS_ERRNO_MAX];   /* failures */
 	atomic_uint_fast64_t answers[SFS_STATS_ERRNO_MAX];  /* expected answers */
 };

@@ -8,7 +8,7 @@ load helpers/common
 
 setup_file() {
 	sfs_setup_file 1
-	sfs_require_tool getdents_small seekdir_walk sysprobe
+	sfs_require_tool getdents_small seekdir_walk sysprobe dirstreams
 }
 
 teardown_file() {
@@ -381,6 +381,42 @@ make_big() {
 	run -0 bash -c "ls -f '$MNT/huge' | LC_ALL=C sort | diff - <( (echo .; echo ..; ls -f '$UP/huge' '$LO/huge' | grep -v -e '^\.' -e '^\$' -e ':\$') | LC_ALL=C sort -u)"
 }
 
+# Directories are opened by the kernel (OPENDIR answers ENOSYS once):
+# no OPENDIR or RELEASEDIR round trip per open, listings kept per node.
+@test "listing a directory 30 times sends one OPENDIR in all: the kernel opens directories itself" {
+	mkdir -p "$LO/d" && touch "$LO/d/a" "$LO/d/b"
+	sfs_mount "$UP:$LO" "$MNT"
+	local i
+	for ((i = 0; i < 30; i++)); do
+		run -0 ls "$MNT/d"
+		assert_output $'a\nb'
+	done
+	run -0 sfs_status_of dir_opens
+	assert_output 1
+}
+
+# 100 directories (more than the 64 listings kept), two streams each, read
+# 64 bytes at a time in turn: listings are given up and read again at the
+# offset a stream is at
+@test "200 streams of 100 directories read in turn: every stream returns every entry once" {
+	local d
+	for ((d = 0; d < 100; d++)); do
+		mkdir -p "$UP/m/d$d" "$LO/m/d$d"
+		(cd "$UP/m/d$d" && touch u0 u1 u2 b0 b1 .wh.l0)
+		(cd "$LO/m/d$d" && touch l0 l1 l2 b0 b1)
+	done
+	sfs_mount "$UP:$LO" "$MNT"
+	local dirs=()
+	for ((d = 0; d < 100; d++)); do dirs+=("$MNT/m/d$d"); done
+	run -0 timeout 120 "$TOOLS/dirstreams" -b 64 -s 2 "${dirs[@]}"
+	# . .. u0 u1 u2 b0 b1 l1 l2 in each of the 200 streams
+	((${#lines[@]} == 200 * 9)) || fail "got ${#lines[@]} entries, want $((200 * 9))"
+	[[ $output != *" l0"* ]] || fail "a whited-out name is listed: $(grep -m1 ' l0$' <<<"$output")"
+	run -0 bash -c "sort <<<\"\$1\" | uniq -d" _ "$output"
+	assert_output ""
+	(($(sfs_status_of listings_read) >= 100)) || fail "listings_read: $(sfs_status_of listings_read)"
+}
+
 @test "ls -l of 2000 merged entries: every entry once, every stat works" {
 	local i
 	mkdir -p "$UP/many" "$LO/many"
@@ -409,8 +445,7 @@ make_big() {
 	sfs_mount "$UP:$LO" "$MNT"
 	local before after
 	before=$(stat -c '%n %i' "$MNT/d" "$MNT/d/u" "$MNT/d/l" "$MNT/lf")
-	sync
-	echo 2 >/proc/sys/vm/drop_caches
+	sfs_drop_caches 2
 	after=$(stat -c '%n %i' "$MNT/d" "$MNT/d/u" "$MNT/d/l" "$MNT/lf")
 	[[ $before == "$after" ]] || fail "$(diff <(echo "$before") <(echo "$after"))"
 }
