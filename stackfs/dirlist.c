@@ -117,15 +117,16 @@ static int by_cookie(const void *a, const void *b)
 #define RADIX_PASSES 6            /* 66 bits cover the 63 of a cookie */
 #define RADIX_MIN 512             /* below this qsort is as fast */
 
-/* LSD radix sort of e[0..n) by cookie through tmp; a pass whose digit
- * is the same in every entry moves nothing. Stable, so equal cookies
- * keep their order. */
-static void radix_sort(struct sfs_dirent *e, struct sfs_dirent *tmp, size_t n)
+typedef size_t radix_counts[RADIX_PASSES][1u << RADIX_BITS];
+
+/* LSD radix sort of e[0..n) by cookie through tmp, with count zeroed; a
+ * pass whose digit is the same in every entry moves nothing. Stable, so
+ * equal cookies keep their order. */
+static void radix_sort(struct sfs_dirent *e, struct sfs_dirent *tmp, size_t n,
+		       radix_counts count)
 {
-	static __thread size_t count[RADIX_PASSES][1u << RADIX_BITS];
 	struct sfs_dirent *from = e, *to = tmp;
 
-	memset(count, 0, sizeof(count));
 	for (size_t i = 0; i < n; i++) {
 		for (unsigned p = 0; p < RADIX_PASSES; p++)
 			count[p][((uint64_t)e[i].cookie >> (p * RADIX_BITS)) & ((1u << RADIX_BITS) - 1)]++;
@@ -161,11 +162,13 @@ void sfs_dirlist_sort(struct sfs_dirlist *l, size_t from)
 {
 	size_t n = l->n > from ? l->n - from : 0;
 	struct sfs_dirent *tmp = n >= RADIX_MIN ? malloc(n * sizeof(*tmp)) : NULL;
+	size_t (*count)[1u << RADIX_BITS] = tmp ? calloc(RADIX_PASSES, sizeof(*count)) : NULL;
 
-	if (tmp)
-		radix_sort(l->e + from, tmp, n);
+	if (count)
+		radix_sort(l->e + from, tmp, n, count);
 	else
 		qsort(l->e + from, n, sizeof(l->e[0]), by_cookie);
+	free(count);
 	free(tmp);
 }
 
