@@ -10,22 +10,14 @@
  * Prints "D S NAME" for each entry returned (D the DIR's index from 0, S
  * the stream's), in the order returned; exits 1 on a failing call.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-
-struct linux_dirent64 {
-	uint64_t d_ino;
-	int64_t d_off;
-	unsigned short d_reclen;
-	unsigned char d_type;
-	char d_name[];
-};
 
 /* One call on stream fd: prints its entries; 1 while more may come, 0 at
  * the end, -1 on failure. */
@@ -38,7 +30,7 @@ static int step(int fd, int d, int s, char *buf, size_t size)
 		return -1;
 	}
 	for (long pos = 0; pos < n;) {
-		struct linux_dirent64 *e = (struct linux_dirent64 *)(buf + pos);
+		struct dirent64 *e = (struct dirent64 *)(buf + pos);
 
 		printf("%d %d %s\n", d, s, e->d_name);
 		pos += e->d_reclen;
