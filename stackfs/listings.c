@@ -12,9 +12,9 @@
  * cookie is the same in every reading: readdir.c). So streams of one
  * directory can share its listing.
  *
- * Without a release to say a stream is over, a listing is dropped when
- * its last entry is served, and at most SLOTS are kept, the least recently
- * used given up first: an abandoned stream costs a re-read if it comes
+ * Without a release to say a stream is over, a listing is dropped once
+ * the empty reply that ends a stream has been served, and at most SLOTS
+ * are kept, the least recently used given up first: an abandoned stream costs a re-read if it comes
  * back, never memory beyond the table. */
 #include <stdlib.h>
 #include <string.h>

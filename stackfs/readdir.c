@@ -1,7 +1,8 @@
-/* Directory streams: opendir, readdir(plus), releasedir, fsyncdir. A
- * listing (dirlist.c) is read whole when a directory stream starts
- * (offset 0) and kept in the open directory, sorted by a cookie derived
- * from each name; the offset after an entry is its cookie. So small getdents buffers and telldir/seekdir never make an
+/* Directory streams: opendir (left to the kernel), readdir(plus),
+ * fsyncdir. A listing (dirlist.c) is read whole when a stream starts
+ * (offset 0) and kept for the directory's node (listings.c), sorted by a
+ * cookie derived from each name; the offset after an entry is its
+ * cookie. So small getdents buffers and telldir/seekdir never make an
  * entry appear twice or go missing, and a position stays valid even when
  * a rewind re-reads the directory after files were created in it. */
 #include <dirent.h>
