@@ -80,7 +80,9 @@ off_t sfs_dirlist_cookie(const char *name)
 	return (off_t)(h < 3 ? h + 3 : h);
 }
 
-int sfs_dirlist_add(struct sfs_dirlist *l, const char *name, ino_t ino, unsigned char type)
+/* Appends an entry whose cookie the caller has computed already. */
+static int add_hashed(struct sfs_dirlist *l, const char *name, ino_t ino, unsigned char type,
+		      off_t cookie)
 {
 	struct sfs_dirent *e;
 
@@ -99,9 +101,14 @@ int sfs_dirlist_add(struct sfs_dirlist *l, const char *name, ino_t ino, unsigned
 		return -ENOMEM;
 	e->ino = ino;
 	e->type = type;
-	e->cookie = sfs_dirlist_cookie(name);
+	e->cookie = cookie;
 	l->n++;
 	return 0;
+}
+
+int sfs_dirlist_add(struct sfs_dirlist *l, const char *name, ino_t ino, unsigned char type)
+{
+	return add_hashed(l, name, ino, type, sfs_dirlist_cookie(name));
 }
 
 /* ---- the order ------------------------------------------------------- */
@@ -282,11 +289,11 @@ static int merge_entry(struct merge *m, int dirfd, unsigned bidx, unsigned dirfl
 		return kind < 0 ? kind : 0;
 	if (kind == SFS_U_WHITEOUT)
 		return m->single ? 0 : sfs_nameset_put(&m->pending, hides, 0);
-	h = m->single ? 0 : sfs_dirlist_cookie(name);
+	h = sfs_dirlist_cookie(name);
 	if (!m->single && (sfs_nameset_get(&m->hidden, name) != (size_t)-1 ||
 			   seen_has(m, name, h)))
 		return 0;
-	ret = sfs_dirlist_add(m->out, name, entry_ino(m, dirfd, bidx, name, real_ino), type);
+	ret = add_hashed(m->out, name, entry_ino(m, dirfd, bidx, name, real_ino), type, h);
 	return ret < 0 || m->single ? ret : seen_add_last(m);
 }
 
