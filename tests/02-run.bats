@@ -51,3 +51,39 @@ load helpers/common
 	assert_line --partial "sample.bats, line 6)"
 	assert_line --partial "expected exit code 0, got 1"
 }
+
+# every test's teardown sweeps what it left mounted without recording it:
+# under its own directory and in the file's image, a second root swept
+# after the first one's unmounts (helpers/common.bash reads the mount
+# table once per sweep, again only after an unmount)
+@test "a test's teardown unmounts what it left behind unrecorded, in its directory and in the file's image" {
+	local f=$BATS_TEST_TMPDIR/sample.bats
+	mkdir -p "$BATS_TEST_TMPDIR/helpers"
+	cp "$SFS_REPO"/tests/helpers/common.bash "$BATS_TEST_TMPDIR/helpers/"
+	# (printf: a line starting with @test would be one of this file's)
+	printf '%s\n' 'load helpers/common' \
+		'setup_file() { sfs_setup_file 1; }' 'teardown_file() { sfs_cleanup_file; }' \
+		'setup() { sfs_setup_branches extra; }' 'teardown() { sfs_cleanup 2>>"$SWEEP_LOG"; }' \
+		'@test "leaves mounts" {' \
+		'	mkdir "$BATS_TEST_TMPDIR/b1" "$BATS_TEST_TMPDIR/b2"' \
+		'	mount --bind "$LO" "$BATS_TEST_TMPDIR/b1"' \
+		'	mount --bind "$LO" "$BATS_TEST_TMPDIR/b2"' \
+		'	mount --bind "$UP" "$EXTRA"' \
+		'	"$SFS" mount "$UP:$LO=ro" "$MNT"' \
+		'	[[ $(stat -f -c %T "$MNT") == fuseblk ]]' \
+		'}' \
+		'@test "the next test finds nothing of it mounted" {' \
+		'	run -1 grep -F "$SFS_IMG/" /proc/self/mountinfo' \
+		'	run -1 grep -F "/test/" /proc/self/mountinfo' \
+		'}' >"$f"
+	# (without this test's own variables, which the sample's setup_file
+	# would take for its test's)
+	run -0 env -u BATS_TEST_NUMBER -u BATS_TEST_TMPDIR SFS_FS_LIST=ext4 \
+		SWEEP_LOG="$BATS_TEST_TMPDIR/sweep.log" "$SFS_REPO/tests/run" "$f"
+	[[ ${lines[-1]} == "2 passed, 0 failed, 0 skipped" ]] || fail "last line: ${lines[-1]}"
+	run -0 cat "$BATS_TEST_TMPDIR/sweep.log"
+	assert_line --partial "/mnt (fuse.stackfs) was left mounted"
+	assert_line --partial "/b1 (ext4) was left mounted"
+	assert_line --partial "/b2 (ext4) was left mounted"
+	assert_line --partial "/extra (ext4) was left mounted"
+}
