@@ -109,6 +109,33 @@ same_as_kernel() {
 	assert_output 0
 }
 
+# The marks are found by one listxattr of the directory
+# (whiteout/whiteout.c): a marker among other attributes, and one among
+# more names than that list's buffer holds (the reads by name then), count
+# as before; an opaque "y" (not "x") makes no xattr whiteouts.
+@test "directory marks among other attributes, and beyond a 1 KiB list of names, still mark xattr whiteouts" {
+	local i
+	layers trusted whiteouts
+	setfattr -n user.note -v 1 "$T/L2"
+	for ((i = 0; i < 40; i++)); do
+		setfattr -n "user.a-long-attribute-name-to-fill-the-list-$i" -v 1 "$T/L2/d"
+	done
+	(($(getfattr -d -m - "$T/L2/d" 2>/dev/null | wc -c) > 1024)) || fail "the list of d is short"
+	sfs_mount "$UP:$T/L2=ro:$T/L1=ro" "$MNT"
+	run -0 listing "$MNT"
+	assert_output $'d ./d\nf ./b\nf ./d/e'
+	run -1 stat "$MNT/a"
+	run -1 stat "$MNT/d/c"
+	"$SFS" umount "$MNT"
+	# opaque "y" beside the whiteouts marker taken away: an opaque
+	# directory, its empty file a file of its own
+	setfattr -x trusted.overlay.whiteouts "$T/L2/d"
+	setfattr -n trusted.overlay.opaque -v y "$T/L2/d"
+	sfs_mount "$UP:$T/L2=ro:$T/L1=ro" "$MNT"
+	run -0 listing "$MNT/d"
+	assert_output 'f ./c'
+}
+
 # Escaped names (Linux 6.7+ "Nesting overlayfs"): a layer's
 # trusted.overlay.overlay.X is its entry's own trusted.overlay.X, shown as
 # such by the outer union and never a mark of it; an inner kernel

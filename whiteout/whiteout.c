@@ -46,13 +46,47 @@ static bool is_x(int fd, const char *name)
 	return sfs_xattr_get(fd, ".", name, v, sizeof(v)) == 1 && v[0] == 'x';
 }
 
+/* The four reads of sfs_wh_dir_has_xwhiteouts, each name asked for. */
+static bool xwhiteouts_by_name(int dirfd)
+{
+	return is_x(dirfd, SFS_OVL_OPAQUE_XATTR) || is_x(dirfd, SFS_OVL_USER_OPAQUE_XATTR) ||
+	       has_either(dirfd, ".", SFS_OVL_XWHITEOUTS_XATTR, SFS_OVL_USER_XWHITEOUTS_XATTR);
+}
+
+/* Whether list (n bytes of listxattr's names) holds name. */
+static bool list_has(const char *list, ssize_t n, const char *name)
+{
+	for (ssize_t i = 0; i < n; i += (ssize_t)strnlen(list + i, (size_t)(n - i)) + 1)
+		if (!strcmp(list + i, name))
+			return true;
+	return false;
+}
+
+/* One listxattr first: a directory of a lower layer nearly always has
+ * no attribute, and every layer of a merged directory is asked (its
+ * listing, and each lookup of an empty file in it), so the four reads
+ * that answered ENODATA cost four calls where one says "none of them".
+ * A name the list holds is then read as before; a list too long for the
+ * buffer (or no such call) falls back to the four reads. */
 bool sfs_wh_dir_has_xwhiteouts(int dirfd)
 {
 	int saved = errno;
-	bool x = is_x(dirfd, SFS_OVL_OPAQUE_XATTR) || is_x(dirfd, SFS_OVL_USER_OPAQUE_XATTR);
+	char list[1024];
+	ssize_t n = sfs_xattr_list(dirfd, ".", list, sizeof(list));
+	bool x;
 
+	if (n == -ENOTSUP)
+		x = false;
+	else if (n < 0)
+		x = xwhiteouts_by_name(dirfd);
+	else
+		x = (list_has(list, n, SFS_OVL_OPAQUE_XATTR) && is_x(dirfd, SFS_OVL_OPAQUE_XATTR)) ||
+		    (list_has(list, n, SFS_OVL_USER_OPAQUE_XATTR) &&
+		     is_x(dirfd, SFS_OVL_USER_OPAQUE_XATTR)) ||
+		    list_has(list, n, SFS_OVL_XWHITEOUTS_XATTR) ||
+		    list_has(list, n, SFS_OVL_USER_XWHITEOUTS_XATTR);
 	errno = saved;
-	return x || has_either(dirfd, ".", SFS_OVL_XWHITEOUTS_XATTR, SFS_OVL_USER_XWHITEOUTS_XATTR);
+	return x;
 }
 
 bool sfs_wh_is_xwhiteout(int dirfd, const char *ent, const struct stat *st)
