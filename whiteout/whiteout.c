@@ -53,12 +53,19 @@ static bool xwhiteouts_by_name(int dirfd)
 	       has_either(dirfd, ".", SFS_OVL_XWHITEOUTS_XATTR, SFS_OVL_USER_XWHITEOUTS_XATTR);
 }
 
-/* Whether list (n bytes of listxattr's names) holds name. */
+/* Whether list (n bytes of listxattr's names) holds name; nothing past
+ * n is read, terminated or not. */
 static bool list_has(const char *list, ssize_t n, const char *name)
 {
-	for (ssize_t i = 0; i < n; i += (ssize_t)strnlen(list + i, (size_t)(n - i)) + 1)
-		if (!strcmp(list + i, name))
+	size_t want = strlen(name);
+
+	for (ssize_t i = 0; i < n;) {
+		size_t len = strnlen(list + i, (size_t)(n - i));
+
+		if (len == want && !memcmp(list + i, name, len))
 			return true;
+		i += (ssize_t)len + 1;
+	}
 	return false;
 }
 
