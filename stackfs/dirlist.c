@@ -27,8 +27,8 @@
 
 #define CHUNK_BYTES (64 * 1024)
 
-struct sfs_dirnames {
-	struct sfs_dirnames *next;
+struct sfs_dirchunk {
+	struct sfs_dirchunk *next;
 	size_t used, cap;
 	char buf[];
 };
@@ -36,7 +36,7 @@ struct sfs_dirnames {
 /* A copy of name (len bytes with its NUL) in the listing's chunks. */
 static const char *names_copy(struct sfs_dirlist *l, const char *name, size_t len)
 {
-	struct sfs_dirnames *c = l->names;
+	struct sfs_dirchunk *c = l->names;
 	char *p;
 
 	if (!c || c->cap - c->used < len) {
@@ -59,7 +59,7 @@ static const char *names_copy(struct sfs_dirlist *l, const char *name, size_t le
 void sfs_dirlist_free(struct sfs_dirlist *l)
 {
 	while (l->names) {
-		struct sfs_dirnames *next = l->names->next;
+		struct sfs_dirchunk *next = l->names->next;
 
 		free(l->names);
 		l->names = next;

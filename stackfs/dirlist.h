@@ -17,12 +17,12 @@ struct sfs_dirent {
 	unsigned char type;       /* DT_* */
 };
 
-struct sfs_dirnames;          /* chunks holding the names */
+struct sfs_dirchunk;          /* chunks holding the names */
 
 struct sfs_dirlist {
 	struct sfs_dirent *e;
 	size_t n, cap;
-	struct sfs_dirnames *names;
+	struct sfs_dirchunk *names;
 };
 
 /* A name's cookie: 63-bit FNV-1a, above the 1 and 2 of "." and "..". */
