@@ -74,7 +74,7 @@ load helpers/common
 		'}' \
 		'@test "the next test finds nothing of it mounted" {' \
 		'	run -1 grep -F "$SFS_IMG/" /proc/self/mountinfo' \
-		'	run -1 grep -F "/test/" /proc/self/mountinfo' \
+		'	run -1 grep -F "$BATS_RUN_TMPDIR/test/" /proc/self/mountinfo' \
 		'}' >"$f"
 	# (without this test's own variables, which the sample's setup_file
 	# would take for its test's)
