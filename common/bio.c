@@ -287,6 +287,21 @@ int sfs_do_reopen(int fd, int flags)
 			 open(p, (flags & ~(O_NOFOLLOW | O_CREAT | O_EXCL)) | O_CLOEXEC), NULL);
 }
 
+int sfs_do_reopen_dir(int fd, int flags)
+{
+	/* "." of the directory itself: no walk through /proc (the magic
+	 * link costs about twice as much here), and "." names the same
+	 * directory without crossing a mount point. It needs search
+	 * permission, the link only read permission: a user's daemon that
+	 * may not search the directory takes the link. */
+	int r = openat(fd, ".", (flags & ~(O_NOFOLLOW | O_CREAT | O_EXCL)) | O_DIRECTORY |
+				O_CLOEXEC);
+
+	if (r < 0 && errno == EACCES)
+		return sfs_do_reopen(fd, flags | O_DIRECTORY);
+	return (int)done("reopen", fd, "", NULL, r, NULL);
+}
+
 int sfs_do_mkdirat(int dirfd, const char *name, mode_t mode)
 {
 	return (int)done("mkdir", dirfd, name, NULL, mkdirat(dirfd, name, mode), make_ok);

@@ -60,6 +60,8 @@ int sfs_do_tmpfile(int dirfd, int flags, mode_t mode);
 /* Reopens the inode an O_PATH fd holds, with real access flags (its
  * /proc/self/fd magic link names exactly that inode). */
 int sfs_do_reopen(int fd, int flags);
+/* The same for a directory (O_DIRECTORY added), by "." where allowed. */
+int sfs_do_reopen_dir(int fd, int flags);
 
 /* ---- the namespace -------------------------------------------------- */
 

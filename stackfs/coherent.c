@@ -84,7 +84,7 @@ static int watch_branch(const struct sfs_branch *b, char *err, size_t len)
 	struct statfs sf;
 	int ret = 0;
 
-	e.mount_fd = sfs_do_reopen(b->root_fd, O_RDONLY | O_DIRECTORY);
+	e.mount_fd = sfs_do_reopen_dir(b->root_fd, O_RDONLY);
 	if (e.mount_fd < 0 || fstatfs(e.mount_fd, &sf) < 0) {
 		ret = e.mount_fd < 0 ? e.mount_fd : -errno;
 		goto fail;

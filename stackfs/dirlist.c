@@ -21,6 +21,7 @@
 #include "stackfs/dirlist.h"
 #include "stackfs/nameset.h"
 #include "stackfs/ops.h"
+#include "union/names.h"
 #include "union/resolve.h"
 
 /* ---- the names ------------------------------------------------------- */
@@ -196,6 +197,8 @@ struct merge {
 	struct sfs_nameset pending;  /* whiteouts of the current layer */
 	const struct sfs_snap *snap;
 	bool single;                 /* one layer: nothing to merge */
+	struct sfs_unames *ix;       /* a name index filled on the way, or NULL */
+	int ix_ret;                  /* its first failure (-E2BIG: too many) */
 };
 
 /* The slot of name (whose cookie is h): its entry's, or the empty one
@@ -297,10 +300,10 @@ static int merge_entry(struct merge *m, int dirfd, unsigned bidx, unsigned dirfl
 	return ret < 0 || m->single ? ret : seen_add_last(m);
 }
 
-static int read_layer(struct merge *m, const struct sfs_layer *l, bool is_root)
+static int read_layer(struct merge *m, const struct sfs_layer *l, bool is_root, bool take)
 {
 	char buf[65536];
-	int fd = sfs_do_reopen(l->fd, O_RDONLY | O_DIRECTORY);
+	int fd = sfs_do_reopen_dir(l->fd, O_RDONLY);
 	long nread;
 	int ret = 0;
 
@@ -315,11 +318,15 @@ static int read_layer(struct merge *m, const struct sfs_layer *l, bool is_root)
 
 			pos += d->d_reclen;
 			ret = merge_entry(m, fd, l->bidx, dirflags, d->d_name, d->d_ino, d->d_type);
+			if (ret == 0 && take && m->ix_ret == 0)
+				m->ix_ret = sfs_unames_add(m->ix, d->d_name, l->bidx);
 		}
 	}
 	if (ret == 0 && nread < 0)
 		ret = -errno;
 	close(fd);
+	if (ret == 0 && take && m->ix_ret == 0)
+		sfs_unames_cover(m->ix, l->bidx);
 	return ret;
 }
 
@@ -336,19 +343,26 @@ static int merge_next_layer(struct merge *m)
 	return 0;
 }
 
-int sfs_dirlist_read(const struct sfs_stack *st, bool is_root,
-		     struct sfs_dirlist *out)
+int sfs_dirlist_read_ix(const struct sfs_stack *st, bool is_root, struct sfs_dirlist *out,
+			struct sfs_unames *ix, const bool *take, int *ix_ret)
 {
-	struct merge m = { .out = out, .snap = st->snap, .single = st->n == 1 };
+	struct merge m = { .out = out, .snap = st->snap, .single = st->n == 1, .ix = ix };
 	int ret = 0;
 
 	for (unsigned i = 0; i < st->n && ret == 0; i++) {
-		ret = read_layer(&m, &st->l[i], is_root);
+		ret = read_layer(&m, &st->l[i], is_root, ix && take[i]);
 		if (ret == 0)
 			ret = merge_next_layer(&m);
 	}
 	free(m.seen.slot);
 	sfs_nameset_free(&m.hidden);
 	sfs_nameset_free(&m.pending);
+	if (ix_ret)
+		*ix_ret = ret ? ret : m.ix_ret;
 	return ret;
+}
+
+int sfs_dirlist_read(const struct sfs_stack *st, bool is_root, struct sfs_dirlist *out)
+{
+	return sfs_dirlist_read_ix(st, is_root, out, NULL, NULL, NULL);
 }

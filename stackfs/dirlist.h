@@ -35,6 +35,12 @@ void sfs_dirlist_sort(struct sfs_dirlist *l, size_t from);
  * name once, whiteouts and reserved names left out; `.`/`..` not included. */
 int sfs_dirlist_read(const struct sfs_stack *st, bool is_root,
 		     struct sfs_dirlist *out);
+/* The same, filling on the way the name index ix (when not NULL) with
+ * the names of the layers i with take[i] (dirnames.c); *ix_ret: the
+ * listing's failure, else the index's (-E2BIG: too many names). */
+struct sfs_unames;
+int sfs_dirlist_read_ix(const struct sfs_stack *st, bool is_root, struct sfs_dirlist *out,
+			struct sfs_unames *ix, const bool *take, int *ix_ret);
 void sfs_dirlist_free(struct sfs_dirlist *l);
 
 #endif

@@ -65,28 +65,36 @@ static bool pick_layers(const struct sfs_stack *st, bool *take)
 	return k >= NAMES_MIN_LAYERS;
 }
 
+/* A new sfs_dirnames holding ix (NULL: too many names), or NULL. */
+static struct sfs_dirnames *names_new(struct sfs_unames *ix)
+{
+	struct sfs_dirnames *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	d->ix = ix;
+	atomic_init(&d->refs, 1);
+	d->expires_ms = now_ms() + NAMES_TTL_MS;
+	return d;
+}
+
 /* Reads the index of st's read-only layers: a new sfs_dirnames (its ix
  * NULL when they list too many names), or NULL. */
 static struct sfs_dirnames *read_names(const struct sfs_stack *st)
 {
-	struct sfs_dirnames *d = calloc(1, sizeof(*d));
 	struct sfs_ulayer *dir = calloc(st->n, sizeof(*dir));
 	bool *take = calloc(st->n, sizeof(*take));
-	int ret = d && dir && take ? 0 : -ENOMEM;
+	struct sfs_unames *ix = NULL;
+	int ret = dir && take ? 0 : -ENOMEM;
 
+	sfs_count(name_index_reads, 1);
 	for (unsigned i = 0; ret == 0 && i < st->n; i++)
 		dir[i] = (struct sfs_ulayer){ st->l[i].fd, st->l[i].bidx, NULL };
 	if (ret == 0 && pick_layers(st, take))
-		ret = sfs_unames_build(dir, st->n, take, st->snap->n, NAMES_MAX, &d->ix);
+		ret = sfs_unames_build(dir, st->n, take, st->snap->n, NAMES_MAX, &ix);
 	free(dir);
 	free(take);
-	if (ret < 0 && ret != -E2BIG) {
-		free(d);
-		return NULL;
-	}
-	atomic_init(&d->refs, 1);
-	d->expires_ms = now_ms() + NAMES_TTL_MS;
-	return d;
+	return ret == 0 || ret == -E2BIG ? names_new(ix) : NULL;
 }
 
 /* Under n's lock: st's index when it is n's stack and the index is
@@ -108,19 +116,13 @@ static struct sfs_dirnames *fresh_names(struct sfs_node *n, struct sfs_stack *st
 	return NULL;
 }
 
-struct sfs_dirnames *sfs_dirnames_get(struct sfs_node *n, struct sfs_stack *st)
+/* Under no lock: installs what a reader read (d, or NULL when it could
+ * not), ends its reading and returns d referenced for the caller. */
+static struct sfs_dirnames *install(struct sfs_node *n, struct sfs_stack *st,
+				    struct sfs_dirnames *d)
 {
-	struct sfs_dirnames *d, *old = NULL;
-	bool build;
+	struct sfs_dirnames *old = NULL;
 
-	if (sfs_timeout <= 0 || st->n < NAMES_MIN_LAYERS)
-		return NULL;
-	pthread_mutex_lock(&n->lock);
-	d = fresh_names(n, st, &build);
-	pthread_mutex_unlock(&n->lock);
-	if (!build)
-		return d;
-	d = read_names(st);
 	pthread_mutex_lock(&n->lock);
 	st->names_reading = false;
 	/* what was read may predate a change seen meanwhile (-o coherent):
@@ -136,6 +138,61 @@ struct sfs_dirnames *sfs_dirnames_get(struct sfs_node *n, struct sfs_stack *st)
 	pthread_mutex_unlock(&n->lock);
 	sfs_dirnames_put(old);
 	return d;
+}
+
+struct sfs_unames *sfs_dirnames_begin(struct sfs_node *n, struct sfs_stack *st, bool *take)
+{
+	struct sfs_unames *ix;
+	struct sfs_dirnames *d;
+	bool build;
+
+	if (sfs_timeout <= 0 || st->n < NAMES_MIN_LAYERS || !pick_layers(st, take))
+		return NULL;
+	pthread_mutex_lock(&n->lock);
+	d = fresh_names(n, st, &build);
+	pthread_mutex_unlock(&n->lock);
+	sfs_dirnames_put(d);
+	if (!build)
+		return NULL;
+	ix = sfs_unames_new(st->snap->n, NAMES_MAX);
+	if (!ix)
+		install(n, st, NULL);
+	return ix;
+}
+
+void sfs_dirnames_end(struct sfs_node *n, struct sfs_stack *st, struct sfs_unames *ix, int ret)
+{
+	struct sfs_dirnames *d = NULL;
+
+	if (ret == 0)
+		ret = sfs_unames_finish(ix);
+	if (ret < 0) {
+		sfs_unames_free(ix);
+		ix = NULL;
+	}
+	/* past NAMES_MAX names: kept without an index, as read_names does */
+	if (ret == 0 || ret == -E2BIG)
+		d = names_new(ix);
+	if (d)
+		sfs_count(name_index_listed, 1);
+	if (!d)
+		sfs_unames_free(ix);
+	sfs_dirnames_put(install(n, st, d));
+}
+
+struct sfs_dirnames *sfs_dirnames_get(struct sfs_node *n, struct sfs_stack *st)
+{
+	struct sfs_dirnames *d;
+	bool build;
+
+	if (sfs_timeout <= 0 || st->n < NAMES_MIN_LAYERS)
+		return NULL;
+	pthread_mutex_lock(&n->lock);
+	d = fresh_names(n, st, &build);
+	pthread_mutex_unlock(&n->lock);
+	if (!build)
+		return d;
+	return install(n, st, read_names(st));
 }
 
 void sfs_dirnames_drop(struct sfs_node *n)

@@ -92,7 +92,7 @@ static int xfs_gen(int root_fd, uint64_t ino, uint32_t *gen)
 	unsigned char req[XFS_BULK_HDR + XFS_BULKSTAT_SIZE] = { 0 };
 	uint32_t icount = 1, ocount;
 	uint64_t got;
-	int fd = sfs_do_reopen(root_fd, O_RDONLY | O_DIRECTORY), ret = 0;
+	int fd = sfs_do_reopen_dir(root_fd, O_RDONLY), ret = 0;
 
 	if (fd < 0)
 		return fd;

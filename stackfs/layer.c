@@ -55,7 +55,7 @@ int sfs_open_handle(int mount_fd, int type, const void *handle, unsigned bytes)
 {
 	struct file_handle *fh = malloc(sizeof(*fh) + bytes);
 	/* open_by_handle_at takes no O_PATH fd for the filesystem */
-	int mfd = sfs_do_reopen(mount_fd, O_RDONLY | O_DIRECTORY), fd = -ENOMEM;
+	int mfd = sfs_do_reopen_dir(mount_fd, O_RDONLY), fd = -ENOMEM;
 
 	if (fh && mfd >= 0) {
 		fh->handle_bytes = bytes;

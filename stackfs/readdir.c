@@ -43,6 +43,23 @@ static ino_t dotdot_ino(struct sfs_node *n)
 	return ino;
 }
 
+/* Reads st's layers into the listing, and with them, where the
+ * directory is spread over enough read-only branches, its name index
+ * (dirnames.c), which the lookups of the entries about to be served
+ * would otherwise read again, layer by layer. */
+static int read_listing(struct sfs_listing *d, struct sfs_node *n, struct sfs_stack *st)
+{
+	bool *take = calloc(st->n ? st->n : 1, sizeof(*take));
+	struct sfs_unames *ix = take ? sfs_dirnames_begin(n, st, take) : NULL;
+	int ix_ret, ret;
+
+	ret = sfs_dirlist_read_ix(st, n == sfs_node_root(), &d->list, ix, take, &ix_ret);
+	if (ix)
+		sfs_dirnames_end(n, st, ix, ix_ret);
+	free(take);
+	return ret;
+}
+
 /* plus: the kernel asked for attributes, a walk may follow: the
  * subdirectories are read ahead (dirahead.c). */
 static int dir_load(struct sfs_listing *d, struct sfs_node *n, bool plus)
@@ -57,7 +74,7 @@ static int dir_load(struct sfs_listing *d, struct sfs_node *n, bool plus)
 	if (ret == 0)
 		ret = sfs_dirlist_add(&d->list, "..", dotdot_ino(n), DT_DIR);
 	if (ret == 0)
-		ret = sfs_dirlist_read(st, n == sfs_node_root(), &d->list);
+		ret = read_listing(d, n, st);
 	if (ret == 0 && plus)
 		sfs_dirahead_listed(st, &d->list);
 	sfs_stack_put(st);
@@ -207,7 +224,7 @@ void sfs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 {
 	struct sfs_node *n = sfs_node_of(ino);
 	struct sfs_stack *st = sfs_node_stack(n);
-	int fd = sfs_do_reopen(st->l[0].fd, O_RDONLY | O_DIRECTORY);
+	int fd = sfs_do_reopen_dir(st->l[0].fd, O_RDONLY);
 	int ret = fd;
 
 	sfs_stack_put(st);

@@ -279,6 +279,12 @@ struct sfs_dirnames;
 struct sfs_dirnames *sfs_dirnames_get(struct sfs_node *n, struct sfs_stack *st);
 const struct sfs_unames *sfs_dirnames_ix(const struct sfs_dirnames *d);
 void sfs_dirnames_put(struct sfs_dirnames *d);
+/* For a listing about to read every layer of st (n's stack): a new
+ * index to fill (names.h) with the layers with take[i] (st->n of them),
+ * or NULL when none is wanted; sfs_dirnames_end then installs it (ret:
+ * what the filling returned) or drops it. */
+struct sfs_unames *sfs_dirnames_begin(struct sfs_node *n, struct sfs_stack *st, bool *take);
+void sfs_dirnames_end(struct sfs_node *n, struct sfs_stack *st, struct sfs_unames *ix, int ret);
 /* The index of n's stack forgotten (a read-only layer of it changed:
  * -o coherent); of every node's. */
 void sfs_dirnames_drop(struct sfs_node *n);
@@ -516,6 +522,8 @@ struct sfs_stats {
 	/* entries answered unopened; directories read ahead (dirahead.c) */
 	atomic_uint_fast64_t listed_lookups, dirs_read_ahead;
 	atomic_uint_fast64_t dir_opens, listings_read; /* OPENDIRs; dir_load */
+	/* name indexes read layer by layer; filled by a listing (dirnames.c) */
+	atomic_uint_fast64_t name_index_reads, name_index_listed;
 	atomic_uint_fast64_t errors[SFS_STATS_ERRNO_MAX];   /* failures */
 	atomic_uint_fast64_t answers[SFS_STATS_ERRNO_MAX];  /* expected answers */
 };

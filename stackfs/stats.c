@@ -94,6 +94,7 @@ int sfs_stats_format(char *buf, size_t len)
 			 "node_fds\t%llu\nnode_fd_budget\t%u\nnode_fd_reopens\t%llu\n"
 			 "listed_lookups\t%llu\ndirs_read_ahead\t%llu\n"
 			 "dir_opens\t%llu\nlistings_read\t%llu\n"
+			 "name_index_reads\t%llu\nname_index_listed\t%llu\n"
 			 "failures\t%llu\nanswers\t%llu\n",
 			 (unsigned long long)get(&sfs_stats.lookups),
 			 (unsigned long long)get(&sfs_stats.copyups),
@@ -109,6 +110,8 @@ int sfs_stats_format(char *buf, size_t len)
 			 (unsigned long long)get(&sfs_stats.dirs_read_ahead),
 			 (unsigned long long)get(&sfs_stats.dir_opens),
 			 (unsigned long long)get(&sfs_stats.listings_read),
+			 (unsigned long long)get(&sfs_stats.name_index_reads),
+			 (unsigned long long)get(&sfs_stats.name_index_listed),
 			 (unsigned long long)sum(sfs_stats.errors),
 			 (unsigned long long)sum(sfs_stats.answers));
 

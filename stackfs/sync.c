@@ -140,7 +140,7 @@ static void dirty_forget_before(unsigned long seq)
  * wants an fd opened for real). */
 static int syncfs_dir(int dirfd)
 {
-	int fd = sfs_do_reopen(dirfd, O_RDONLY | O_DIRECTORY), ret;
+	int fd = sfs_do_reopen_dir(dirfd, O_RDONLY), ret;
 
 	if (fd < 0)
 		return fd;

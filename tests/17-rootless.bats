@@ -143,6 +143,22 @@ user_umount() {
 	refute_output --partial 'trusted.'
 }
 
+# A directory is reopened for its listing by "." (common/bio.c), which
+# needs search permission; her daemon may only read one of mode 0444, as
+# ls(1) may: the reopen then goes through the fd's /proc link.
+@test "rootless: a lower directory she may read but not search lists through her view as it does in the branch" {
+	mkdir "$LO/ro"
+	: >"$LO/ro/one"
+	: >"$LO/ro/two"
+	chown -R "$RL_USER:" "$LO/ro"
+	chmod 0444 "$LO/ro"
+	run -0 as_user ls "$LO/ro"
+	assert_output $'one\ntwo'
+	user_mount
+	run -0 as_user ls mnt/ro
+	assert_output $'one\ntwo'
+}
+
 @test "rootless: a deleted lower file stays deleted across a remount; mkdir over its whiteout; a renamed lower directory keeps its content (user.stackfs.redirect)" {
 	user_mount
 	run -0 as_user sh -c 'rm mnt/gone && mv mnt/dd mnt/dd2 && mkdir mnt/d2 && rm mnt/d/a && rmdir mnt/d && mkdir mnt/d && echo new >mnt/d/n'

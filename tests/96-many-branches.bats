@@ -117,6 +117,29 @@ idx_state() {
 	refute_line --partial "/d/shared"
 }
 
+# A listing reads every layer anyway: it fills the directory's name
+# index on the way (stackfs/readdir.c), and the lookups of the entries
+# it serves read no layer again (name_index_reads stays put).
+@test "a listing of a directory in 12 read-only branches fills its name index; the lookups after it resolve as through every layer" {
+	local spec reads
+	spec=$(idx_layers)
+	sfs_mount "$spec" "$MNT" timeout=0
+	idx_state >"$BATS_TEST_TMPDIR/every"
+	"$SFS" umount "$MNT"
+	sfs_mount "$spec" "$MNT"
+	run -0 ls "$MNT/d"
+	(($(sfs_status_of name_index_listed) >= 1)) ||
+		fail "name_index_listed: $(sfs_status_of name_index_listed)"
+	reads=$(sfs_status_of name_index_reads)
+	[[ ! -e $MNT/d/own7 && ! -e $MNT/d/own9 && ! -e $MNT/d/nothere ]]
+	[[ $(cat "$MNT/d/shared") == 0 && $(cat "$MNT/d/own11") == 11 && $(cat "$MNT/d/sub5/x") == 5 ]]
+	assert_equal "$(sfs_status_of name_index_reads)" "$reads"
+	idx_state >"$BATS_TEST_TMPDIR/listed"
+	diff "$BATS_TEST_TMPDIR/every" "$BATS_TEST_TMPDIR/listed"
+	grep -q '^./own7 \|^./own9 ' "$BATS_TEST_TMPDIR/listed" && fail "a whiteout did not hide"
+	return 0
+}
+
 @test "a name made directly in one of 12 read-only branches shows within timeout + 1 s (the index is read again)" {
 	local spec i
 	spec=$(idx_layers)

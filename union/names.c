@@ -22,6 +22,7 @@ struct pair {
 
 struct sfs_unames {
 	unsigned nbranches;
+	size_t max_names;              /* past it, adding answers -E2BIG */
 	bool *covers;                  /* by branch index: read into the index */
 	char *names;                   /* the names read, each NUL-terminated */
 	size_t names_len, names_cap;
@@ -83,22 +84,49 @@ static int add_name(struct sfs_unames *ix, const char *name, unsigned b)
 }
 
 /* Reads the listing of the directory at O_PATH fd into the index. */
-static int read_layer(struct sfs_unames *ix, int fd, unsigned b, size_t max_names)
+static int read_layer(struct sfs_unames *ix, int fd, unsigned b)
 {
 	DIR *d = sfs_do_opendir(fd, ".");
 	struct dirent *de;
 	int ret = d ? 0 : -errno;
 
-	while (ret == 0 && (errno = 0, de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		ret = ix->npairs >= max_names ? -E2BIG : add_name(ix, de->d_name, b);
-	}
+	while (ret == 0 && (errno = 0, de = readdir(d)))
+		ret = sfs_unames_add(ix, de->d_name, b);
 	if (ret == 0 && errno)
 		ret = -errno;
 	if (d)
 		closedir(d);
+	if (ret == 0)
+		sfs_unames_cover(ix, b);
 	return ret;
+}
+
+struct sfs_unames *sfs_unames_new(unsigned nbranches, size_t max_names)
+{
+	struct sfs_unames *ix = calloc(1, sizeof(*ix));
+
+	if (ix && !(ix->covers = calloc(nbranches ? nbranches : 1, 1))) {
+		free(ix);
+		return NULL;
+	}
+	if (ix) {
+		ix->nbranches = nbranches;
+		ix->max_names = max_names;
+	}
+	return ix;
+}
+
+int sfs_unames_add(struct sfs_unames *ix, const char *name, unsigned b)
+{
+	if (!strcmp(name, ".") || !strcmp(name, "..") || b >= ix->nbranches)
+		return 0;
+	return ix->npairs >= ix->max_names ? -E2BIG : add_name(ix, name, b);
+}
+
+void sfs_unames_cover(struct sfs_unames *ix, unsigned b)
+{
+	if (b < ix->nbranches)
+		ix->covers[b] = true;
 }
 
 static int pair_cmp(const void *a, const void *b, void *names)
@@ -139,24 +167,23 @@ static int index_pairs(struct sfs_unames *ix)
 	return 0;
 }
 
+int sfs_unames_finish(struct sfs_unames *ix)
+{
+	return ix->npairs > UINT32_MAX / 2 ? -E2BIG : index_pairs(ix);
+}
+
 int sfs_unames_build(const struct sfs_ulayer *dir, unsigned ndir, const bool *take,
 		     unsigned nbranches, size_t max_names, struct sfs_unames **out)
 {
-	struct sfs_unames *ix = calloc(1, sizeof(*ix));
-	int ret = ix && (ix->covers = calloc(nbranches ? nbranches : 1, 1)) ? 0 : -ENOMEM;
+	struct sfs_unames *ix = sfs_unames_new(nbranches, max_names);
+	int ret = ix ? 0 : -ENOMEM;
 
-	if (ix)
-		ix->nbranches = nbranches;
 	for (unsigned i = 0; ret == 0 && i < ndir; i++) {
-		if (!take[i] || dir[i].b >= nbranches)
-			continue;
-		ret = read_layer(ix, dir[i].fd, dir[i].b, max_names);
-		ix->covers[dir[i].b] = true;
+		if (take[i] && dir[i].b < nbranches)
+			ret = read_layer(ix, dir[i].fd, dir[i].b);
 	}
-	if (ret == 0 && ix->npairs > UINT32_MAX / 2)
-		ret = -E2BIG;
 	if (ret == 0)
-		ret = index_pairs(ix);
+		ret = sfs_unames_finish(ix);
 	if (ret < 0) {
 		sfs_unames_free(ix);
 		return ret;

@@ -22,6 +22,16 @@ int sfs_unames_build(const struct sfs_ulayer *dir, unsigned ndir, const bool *ta
 		     unsigned nbranches, size_t max_names, struct sfs_unames **out);
 void sfs_unames_free(struct sfs_unames *ix);
 
+/* The same index filled by a reader of the layers (a merged listing
+ * reads them all anyway): a new empty one; each name the layer of branch
+ * b lists ("." and ".." ignored; -E2BIG past max_names); each layer
+ * marked covered once read whole; then sorted and hashed (0 or -errno).
+ * A layer never marked covered is always looked at. */
+struct sfs_unames *sfs_unames_new(unsigned nbranches, size_t max_names);
+int sfs_unames_add(struct sfs_unames *ix, const char *name, unsigned b);
+void sfs_unames_cover(struct sfs_unames *ix, unsigned b);
+int sfs_unames_finish(struct sfs_unames *ix);
+
 /* The layers of one name: an opaque position in the index. */
 struct sfs_unames_hit {
 	unsigned from, to;             /* its branches' range; empty: none */
