@@ -76,6 +76,19 @@ idx_layers() {
 	: >"$T/l3/d/.wh.own7"                       # aufs whiteout over l7's
 	mknod "$T/l5/d/own9" c 0 0                  # overlay whiteout over l9's
 	: >"$T/l4/d/o/.wh..wh..opq"                 # o of l4 hides o below it
+	# a ".wh.both" beside the directory both in l2: l2's both alone
+	# (the OCI rule), l6's below it hidden; l9's lone both/x9 hidden too
+	mkdir -p "$T/l2/d/both" "$T/l6/d/both" "$T/l9/d/both"
+	echo 2 >"$T/l2/d/both/x2"
+	echo 6 >"$T/l6/d/both/x6"
+	echo 9 >"$T/l9/d/both/x9"
+	: >"$T/l2/d/.wh.both"
+	# a ".wh.merged" in l5 hides l8's merged; l1's and l3's merge
+	mkdir -p "$T/l1/d/merged" "$T/l3/d/merged" "$T/l8/d/merged"
+	echo 1 >"$T/l1/d/merged/m1"
+	echo 3 >"$T/l3/d/merged/m3"
+	echo 8 >"$T/l8/d/merged/m8"
+	: >"$T/l5/d/.wh.merged"
 	echo "$spec"
 }
 
@@ -95,6 +108,8 @@ idx_state() {
 	sfs_mount "$spec" "$MNT"
 	# lookups before any listing (the index is read by the first one)
 	[[ $(cat "$MNT/d/shared") == 0 && $(cat "$MNT/d/own11") == 11 && $(cat "$MNT/d/o/in4") == 4 ]]
+	[[ $(cat "$MNT/d/both/x2") == 2 && ! -e $MNT/d/both/x6 && ! -e $MNT/d/both/x9 ]]
+	[[ $(cat "$MNT/d/merged/m1") == 1 && $(cat "$MNT/d/merged/m3") == 3 && ! -e $MNT/d/merged/m8 ]]
 	[[ ! -e $MNT/d/own7 && ! -e $MNT/d/own9 && ! -e $MNT/d/o/in5 && ! -e $MNT/d/nothere ]]
 	idx_state >"$BATS_TEST_TMPDIR/indexed"
 	diff "$BATS_TEST_TMPDIR/every" "$BATS_TEST_TMPDIR/indexed"
@@ -133,6 +148,8 @@ idx_state() {
 	reads=$(sfs_status_of name_index_reads)
 	[[ ! -e $MNT/d/own7 && ! -e $MNT/d/own9 && ! -e $MNT/d/nothere ]]
 	[[ $(cat "$MNT/d/shared") == 0 && $(cat "$MNT/d/own11") == 11 && $(cat "$MNT/d/sub5/x") == 5 ]]
+	[[ $(cat "$MNT/d/both/x2") == 2 && ! -e $MNT/d/both/x6 && ! -e $MNT/d/both/x9 ]]
+	[[ $(cat "$MNT/d/merged/m1") == 1 && $(cat "$MNT/d/merged/m3") == 3 && ! -e $MNT/d/merged/m8 ]]
 	assert_equal "$(sfs_status_of name_index_reads)" "$reads"
 	idx_state >"$BATS_TEST_TMPDIR/listed"
 	diff "$BATS_TEST_TMPDIR/every" "$BATS_TEST_TMPDIR/listed"

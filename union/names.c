@@ -17,8 +17,11 @@
 
 struct pair {
 	uint32_t key;                  /* offset of the name in names */
-	uint32_t b;                    /* the branch that lists it */
+	uint32_t b;                    /* the branch that lists it, | PAIR_WH */
 };
+
+/* The pair is of a ".wh.NAME" the branch lists, not of NAME itself. */
+#define PAIR_WH 0x80000000u
 
 struct sfs_unames {
 	unsigned nbranches;
@@ -79,7 +82,7 @@ static int add_name(struct sfs_unames *ix, const char *name, unsigned b)
 	ix->names_len += len;
 	ret = add_pair(ix, off, b);
 	if (ret == 0 && len > SFS_WH_PREFIX_LEN + 1 && !strncmp(name, SFS_WH_PREFIX, SFS_WH_PREFIX_LEN))
-		ret = add_pair(ix, off + SFS_WH_PREFIX_LEN, b);
+		ret = add_pair(ix, off + SFS_WH_PREFIX_LEN, b | PAIR_WH);
 	return ret;
 }
 
@@ -118,7 +121,7 @@ struct sfs_unames *sfs_unames_new(unsigned nbranches, size_t max_names)
 
 int sfs_unames_add(struct sfs_unames *ix, const char *name, unsigned b)
 {
-	if (!strcmp(name, ".") || !strcmp(name, "..") || b >= ix->nbranches)
+	if (!strcmp(name, ".") || !strcmp(name, "..") || b >= ix->nbranches || b >= PAIR_WH)
 		return 0;
 	return ix->npairs >= ix->max_names ? -E2BIG : add_name(ix, name, b);
 }
@@ -226,7 +229,17 @@ bool sfs_unames_may_hold(const struct sfs_unames *ix, struct sfs_unames_hit hit,
 	if (b >= ix->nbranches || !ix->covers[b])
 		return true;
 	for (unsigned i = hit.from; i < hit.to; i++)
-		if (ix->pairs[i].b == b)
+		if ((ix->pairs[i].b & ~PAIR_WH) == b)
+			return true;
+	return false;
+}
+
+bool sfs_unames_may_whiteout(const struct sfs_unames *ix, struct sfs_unames_hit hit, unsigned b)
+{
+	if (b >= ix->nbranches || !ix->covers[b])
+		return true;
+	for (unsigned i = hit.from; i < hit.to; i++)
+		if (ix->pairs[i].b == (b | PAIR_WH))
 			return true;
 	return false;
 }

@@ -41,5 +41,9 @@ struct sfs_unames_hit sfs_unames_find(const struct sfs_unames *ix, const char *n
 /* Whether the layer in branch b may hold what hit was found for: false
  * only when the index covers b and b lists neither. */
 bool sfs_unames_may_hold(const struct sfs_unames *ix, struct sfs_unames_hit hit, unsigned b);
+/* Whether that layer may hold the name's ".wh." whiteout: false only
+ * when the index covers b and b does not list it (the probe for it, in
+ * a layer that lists the name itself, is then skipped). */
+bool sfs_unames_may_whiteout(const struct sfs_unames *ix, struct sfs_unames_hit hit, unsigned b);
 
 #endif

@@ -166,6 +166,20 @@ static bool may_hold(struct res *r, const struct sfs_ulayer *dl, const char *nam
 	return sfs_unames_may_hold(r->v->names, r->hit, dl->b);
 }
 
+/* Whether layer dl may hold name's ".wh." whiteout; after may_hold
+ * (which found the name in the index). */
+static bool may_whiteout(const struct res *r, const struct sfs_ulayer *dl, const char *name)
+{
+	return !r->v->names || !r->hit_for || strcmp(r->hit_for, name) ||
+	       sfs_unames_may_whiteout(r->v->names, r->hit, dl->b);
+}
+
+/* sfs_wh_has_aufs where the index says it may answer yes. */
+static int has_aufs(const struct res *r, const struct sfs_ulayer *dl, const char *name)
+{
+	return may_whiteout(r, dl, name) ? sfs_wh_has_aufs(dl->fd, name) : 0;
+}
+
 /* Looks at one layer: 1 to go on to the layer below, 0 to stop, or
  * -errno. below: the directory has layers below this one. */
 static int look(struct res *r, const struct sfs_ulayer *dl, const char *name, bool below)
@@ -181,7 +195,7 @@ static int look(struct res *r, const struct sfs_ulayer *dl, const char *name, bo
 	if (fd == -ENOENT || fd == -ENOTDIR) {
 		if (!below)
 			return 0;
-		ret = sfs_wh_has_aufs(dl->fd, name);
+		ret = has_aufs(r, dl, name);
 		return ret < 0 ? ret : !ret;
 	}
 	if (fd < 0) {
@@ -213,7 +227,7 @@ static int look(struct res *r, const struct sfs_ulayer *dl, const char *name, bo
 	 * what the layers below hold; NAME is this layer's alone, as if
 	 * opaque (an interrupted rmdir or mkdir leaves the same pair, and
 	 * means the same) */
-	ret = sfs_wh_has_aufs(dl->fd, name);
+	ret = has_aufs(r, dl, name);
 	if (ret != 0) {
 		r->e->opaque |= ret > 0 && r->e->n == 1;
 		return ret < 0 ? ret : 0;
