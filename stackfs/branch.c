@@ -48,6 +48,7 @@ static struct sfs_branch_shared *shared_new(void)
 
 	if (sh) {
 		atomic_init(&sh->refs, 1);
+		atomic_init(&sh->handle_fd, -1);
 		sh->loc.wd_fd = -1;
 	}
 	return sh;
@@ -63,6 +64,8 @@ static void shared_put(struct sfs_branch_shared *sh)
 		free(sh->meta);
 	}
 	sfs_metaloc_close(&sh->loc);
+	if (atomic_load(&sh->handle_fd) >= 0)
+		close(atomic_load(&sh->handle_fd));
 	free(sh);
 }
 

@@ -25,6 +25,10 @@ struct sfs_branch_shared {
 	 * branch is first rw (located), kept while any snapshot has it */
 	struct sfs_metaloc loc;
 	bool located;
+	/* the root opened for reading, which open_by_handle_at needs to
+	 * name the filesystem (an O_PATH fd will not do): opened at the
+	 * first handle to open, -1 until then (layer.c) */
+	atomic_int handle_fd;
 };
 
 

@@ -146,7 +146,7 @@ int sfs_export_open_ino(const struct sfs_branch *b, uint64_t ino)
 
 	if (ret < 0)
 		return ret;
-	fd = sfs_open_handle(b->root_fd, f.h.handle_type, f.bytes, f.h.handle_bytes);
+	fd = sfs_branch_open_handle(b, f.h.handle_type, f.bytes, f.h.handle_bytes);
 	if (fd < 0)
 		return fd == -ENOENT || fd == -EINVAL ? -ESTALE : fd;
 	/* the filesystem's answer must be that inode, of a branch's device */

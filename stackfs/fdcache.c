@@ -345,14 +345,14 @@ void sfs_fdcache_trim(void)
 
 /* A branch root on the layer's filesystem: its own branch's, but an
  * indexed layer is the upper branch's copy of a lower file. */
-static int mount_fd_of(const struct sfs_snap *snap, unsigned bidx, uint64_t dev)
+static struct sfs_branch *branch_on(const struct sfs_snap *snap, unsigned bidx, uint64_t dev)
 {
 	if ((uint64_t)snap->b[bidx]->dev == dev)
-		return snap->b[bidx]->root_fd;
+		return snap->b[bidx];
 	for (unsigned i = 0; i < snap->n; i++)
 		if ((uint64_t)snap->b[i]->dev == dev)
-			return snap->b[i]->root_fd;
-	return snap->b[bidx]->root_fd;
+			return snap->b[i];
+	return snap->b[bidx];
 }
 
 /* Opens one saved layer again: by handle on the branch's filesystem, and
@@ -363,8 +363,8 @@ static int mount_fd_of(const struct sfs_snap *snap, unsigned bidx, uint64_t dev)
 static int reopen_layer(const struct sfs_snap *snap, unsigned bidx,
 			const struct saved_layer *sl, bool dir)
 {
-	int fd = sfs_open_handle(mount_fd_of(snap, bidx, sl->dev), sl->type,
-				 sl->h, sl->bytes);
+	int fd = sfs_branch_open_handle(branch_on(snap, bidx, sl->dev), sl->type,
+					sl->h, sl->bytes);
 	struct stat st;
 	int ret;
 

@@ -88,8 +88,8 @@ uint32_t sfs_origin_nlink(const struct sfs_snap *snap, int dirfd, const char *na
 		return nlink;
 	for (unsigned i = 0; i < snap->n && fd < 0; i++) {
 		if (memcmp(snap->b[i]->fs_uuid, o.fs_uuid, 16) == 0)
-			fd = sfs_open_handle(snap->b[i]->root_fd, o.handle_type,
-					     o.handle, o.handle_bytes);
+			fd = sfs_branch_open_handle(snap->b[i], o.handle_type,
+						    o.handle, o.handle_bytes);
 	}
 	if (fd >= 0 && sfs_do_fstat(fd, &st) == 0 && st.st_ino == o.ino)
 		nlink = (uint32_t)st.st_nlink;

@@ -49,26 +49,60 @@ int sfs_raise_nofile(void)
 	return 0;
 }
 
-/* Only for inodes named by our own origin records, on a branch's
- * filesystem: the handle was made by us from an entry of that branch. */
-int sfs_open_handle(int mount_fd, int type, const void *handle, unsigned bytes)
+/* O_PATH fd of the handle on the filesystem of mfd (opened for reading). */
+static int open_handle_at(int mfd, int type, const void *handle, unsigned bytes)
 {
 	struct file_handle *fh = malloc(sizeof(*fh) + bytes);
-	/* open_by_handle_at takes no O_PATH fd for the filesystem */
-	int mfd = sfs_do_reopen_dir(mount_fd, O_RDONLY), fd = -ENOMEM;
+	int fd = -ENOMEM;
 
-	if (fh && mfd >= 0) {
+	if (fh) {
 		fh->handle_bytes = bytes;
 		fh->handle_type = type;
 		memcpy(fh->f_handle, handle, bytes);
 		fd = sfs_do_open_by_handle(mfd, fh, O_PATH | O_CLOEXEC);
-	} else if (mfd < 0) {
-		fd = mfd;
 	}
-	if (mfd >= 0)
-		close(mfd);
 	free(fh);
 	return fd;
+}
+
+/* Only for inodes named by our own origin records, on a branch's
+ * filesystem: the handle was made by us from an entry of that branch. */
+int sfs_open_handle(int mount_fd, int type, const void *handle, unsigned bytes)
+{
+	/* open_by_handle_at takes no O_PATH fd for the filesystem */
+	int mfd = sfs_do_reopen_dir(mount_fd, O_RDONLY), fd;
+
+	if (mfd < 0)
+		return mfd;
+	fd = open_handle_at(mfd, type, handle, bytes);
+	close(mfd);
+	return fd;
+}
+
+/* The branch root opened for reading, kept for the branch's life: a
+ * reopen of every layer of a stack by handle (fdcache.c) opened and
+ * closed it for each layer. The first thread to store it wins. */
+static int branch_handle_fd(const struct sfs_branch *b)
+{
+	int fd = atomic_load_explicit(&b->shared->handle_fd, memory_order_acquire), want = -1;
+
+	if (fd >= 0)
+		return fd;
+	fd = sfs_do_reopen_dir(b->root_fd, O_RDONLY);
+	if (fd < 0)
+		return fd;
+	if (!atomic_compare_exchange_strong(&b->shared->handle_fd, &want, fd)) {
+		close(fd);
+		fd = want;
+	}
+	return fd;
+}
+
+int sfs_branch_open_handle(const struct sfs_branch *b, int type, const void *handle, unsigned bytes)
+{
+	int mfd = branch_handle_fd(b);
+
+	return mfd < 0 ? mfd : open_handle_at(mfd, type, handle, bytes);
 }
 
 int sfs_layer_path(const struct sfs_snap *s, const struct sfs_layer *l,

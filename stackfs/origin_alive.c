@@ -115,8 +115,8 @@ static int check_alive(const struct sfs_snap *snap, const struct sfs_origin *o)
 
 	for (unsigned i = 0; i < snap->n; i++) {
 		if (memcmp(snap->b[i]->fs_uuid, o->fs_uuid, 16) == 0) {
-			fd = sfs_open_handle(snap->b[i]->root_fd, o->handle_type,
-					     o->handle, o->handle_bytes);
+			fd = sfs_branch_open_handle(snap->b[i], o->handle_type,
+						    o->handle, o->handle_bytes);
 			break;
 		}
 	}

@@ -265,6 +265,8 @@ void sfs_fd_path(int fd, char buf[static 32]);
 int sfs_raise_nofile(void);
 /* O_PATH fd of a file handle on the filesystem of mount_fd. */
 int sfs_open_handle(int mount_fd, int type, const void *handle, unsigned bytes);
+/* The same on branch b's mount, through its root kept open for it. */
+int sfs_branch_open_handle(const struct sfs_branch *b, int type, const void *handle, unsigned bytes);
 /* The path of a layer's entry from its branch root ("/a/b"), for
  * redirect records. -ESTALE when it is no longer beneath the root. */
 int sfs_layer_path(const struct sfs_snap *s, const struct sfs_layer *l,

@@ -133,6 +133,35 @@ reopened() {
 	reopened
 }
 
+# root_fds DIR: how many of the daemon's fds are DIR itself.
+root_fds() {
+	local f n=0
+	for f in /proc/"$PID"/fd/*; do
+		[[ $(readlink "$f" 2>/dev/null) == "$1" ]] && n=$((n + 1))
+	done
+	echo "$n"
+}
+
+# Layers reopened by handle name their filesystem through the branch
+# root opened for reading, once per branch (layer.c), not once per layer;
+# it goes with the branch.
+@test "reopens by handle keep one readable root per branch, given back when the branch is removed" {
+	mkdir "$LO/lo" "$T/lo2"
+	"$TOOLS/fdwalk" create "$LO/lo" 3000 >/dev/null
+	mount_low
+	walk stat "$MNT/lo" 3000
+	walk read "$MNT/lo" 3000
+	walk stat "$MNT/lo" 3000
+	reopened
+	# the branch's O_PATH root, the root directory's layer, and the one
+	# opened for handles
+	(($(root_fds "$LO") == 3)) || fail "$(root_fds "$LO") fds of the daemon are $LO"
+	run -0 "$SFS" branch add "$MNT" "$T/lo2" --bottom
+	run -0 "$SFS" branch remove "$MNT" "$LO" --force
+	[[ ! -e $MNT/lo/f1000 ]] || fail "the removed branch still shows"
+	(($(root_fds "$LO") == 0)) || fail "$(root_fds "$LO") fds of the daemon are still $LO"
+}
+
 @test "allow_other: nobody's 25,000 files leave root able to create, stat and open" {
 	mount_low allow_other
 	mkdir -m 1777 "$MNT/pub"
