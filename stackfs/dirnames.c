@@ -140,30 +140,41 @@ static struct sfs_dirnames *install(struct sfs_node *n, struct sfs_stack *st,
 	return d;
 }
 
-struct sfs_unames *sfs_dirnames_begin(struct sfs_node *n, struct sfs_stack *st, bool *take)
+struct sfs_unames *sfs_dirnames_begin(struct sfs_node *n, struct sfs_stack *st, bool **take)
 {
-	struct sfs_unames *ix;
+	struct sfs_unames *ix = NULL;
 	struct sfs_dirnames *d;
 	bool build;
 
-	if (sfs_timeout <= 0 || st->n < NAMES_MIN_LAYERS || !pick_layers(st, take))
+	*take = NULL;
+	/* (most directories: nothing allocated, nothing locked) */
+	if (sfs_timeout <= 0 || st->n < NAMES_MIN_LAYERS)
 		return NULL;
+	*take = calloc(st->n, sizeof(**take));
+	if (!*take || !pick_layers(st, *take))
+		goto none;
 	pthread_mutex_lock(&n->lock);
 	d = fresh_names(n, st, &build);
 	pthread_mutex_unlock(&n->lock);
 	sfs_dirnames_put(d);
 	if (!build)
-		return NULL;
+		goto none;
 	ix = sfs_unames_new(st->snap->n, NAMES_MAX);
-	if (!ix)
-		install(n, st, NULL);
-	return ix;
+	if (ix)
+		return ix;
+	install(n, st, NULL);
+none:
+	free(*take);
+	*take = NULL;
+	return NULL;
 }
 
-void sfs_dirnames_end(struct sfs_node *n, struct sfs_stack *st, struct sfs_unames *ix, int ret)
+void sfs_dirnames_end(struct sfs_node *n, struct sfs_stack *st, struct sfs_unames *ix,
+		      bool *take, int ret)
 {
 	struct sfs_dirnames *d = NULL;
 
+	free(take);
 	if (ret == 0)
 		ret = sfs_unames_finish(ix);
 	if (ret < 0) {

@@ -49,14 +49,13 @@ static ino_t dotdot_ino(struct sfs_node *n)
  * would otherwise read again, layer by layer. */
 static int read_listing(struct sfs_listing *d, struct sfs_node *n, struct sfs_stack *st)
 {
-	bool *take = calloc(st->n ? st->n : 1, sizeof(*take));
-	struct sfs_unames *ix = take ? sfs_dirnames_begin(n, st, take) : NULL;
+	bool *take;
+	struct sfs_unames *ix = sfs_dirnames_begin(n, st, &take);
 	int ix_ret, ret;
 
 	ret = sfs_dirlist_read_ix(st, n == sfs_node_root(), &d->list, ix, take, &ix_ret);
 	if (ix)
-		sfs_dirnames_end(n, st, ix, ix_ret);
-	free(take);
+		sfs_dirnames_end(n, st, ix, take, ix_ret);
 	return ret;
 }
 

@@ -282,11 +282,12 @@ struct sfs_dirnames *sfs_dirnames_get(struct sfs_node *n, struct sfs_stack *st);
 const struct sfs_unames *sfs_dirnames_ix(const struct sfs_dirnames *d);
 void sfs_dirnames_put(struct sfs_dirnames *d);
 /* For a listing about to read every layer of st (n's stack): a new
- * index to fill (names.h) with the layers with take[i] (st->n of them),
- * or NULL when none is wanted; sfs_dirnames_end then installs it (ret:
- * what the filling returned) or drops it. */
-struct sfs_unames *sfs_dirnames_begin(struct sfs_node *n, struct sfs_stack *st, bool *take);
-void sfs_dirnames_end(struct sfs_node *n, struct sfs_stack *st, struct sfs_unames *ix, int ret);
+ * index to fill (names.h) with the layers with (*take)[i], or NULL when
+ * none is wanted; sfs_dirnames_end then installs it (ret: what the
+ * filling returned) or drops it, and frees take. */
+struct sfs_unames *sfs_dirnames_begin(struct sfs_node *n, struct sfs_stack *st, bool **take);
+void sfs_dirnames_end(struct sfs_node *n, struct sfs_stack *st, struct sfs_unames *ix,
+		      bool *take, int ret);
 /* The index of n's stack forgotten (a read-only layer of it changed:
  * -o coherent); of every node's. */
 void sfs_dirnames_drop(struct sfs_node *n);

@@ -52,20 +52,15 @@ static int has_mark(int fd, const char *name)
  * asked). */
 static int listed_mark(int fd)
 {
-	char list[1025];
-	ssize_t n = sfs_xattr_list(fd, "", list, sizeof(list) - 1);
+	char list[1024];
+	ssize_t n = sfs_xattr_list(fd, "", list, sizeof(list));
 
 	if (n == -ENOTSUP)
 		return 0;
 	if (n < 0)
 		return (int)n;
-	list[n] = '\0';
-	for (ssize_t i = 0; i < n; i += (ssize_t)strnlen(list + i, (size_t)(n - i)) + 1) {
-		if (!strcmp(list + i, SFS_OVL_METACOPY_XATTR) ||
-		    !strcmp(list + i, SFS_SFS_METACOPY_XATTR))
-			return 1;
-	}
-	return 0;
+	return sfs_xattr_list_has(list, n, SFS_OVL_METACOPY_XATTR) ||
+	       sfs_xattr_list_has(list, n, SFS_SFS_METACOPY_XATTR);
 }
 
 int sfs_metacopy_read(int fd, struct sfs_metacopy *m)

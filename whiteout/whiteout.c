@@ -53,22 +53,6 @@ static bool xwhiteouts_by_name(int dirfd)
 	       has_either(dirfd, ".", SFS_OVL_XWHITEOUTS_XATTR, SFS_OVL_USER_XWHITEOUTS_XATTR);
 }
 
-/* Whether list (n bytes of listxattr's names) holds name; nothing past
- * n is read, terminated or not. */
-static bool list_has(const char *list, ssize_t n, const char *name)
-{
-	size_t want = strlen(name);
-
-	for (ssize_t i = 0; i < n;) {
-		size_t len = strnlen(list + i, (size_t)(n - i));
-
-		if (len == want && !memcmp(list + i, name, len))
-			return true;
-		i += (ssize_t)len + 1;
-	}
-	return false;
-}
-
 /* One listxattr first: a directory of a lower layer nearly always has
  * no attribute, and every layer of a merged directory is asked (its
  * listing, and each lookup of an empty file in it), so the four reads
@@ -87,11 +71,11 @@ bool sfs_wh_dir_has_xwhiteouts(int dirfd)
 	else if (n < 0)
 		x = xwhiteouts_by_name(dirfd);
 	else
-		x = (list_has(list, n, SFS_OVL_OPAQUE_XATTR) && is_x(dirfd, SFS_OVL_OPAQUE_XATTR)) ||
-		    (list_has(list, n, SFS_OVL_USER_OPAQUE_XATTR) &&
+		x = (sfs_xattr_list_has(list, n, SFS_OVL_OPAQUE_XATTR) && is_x(dirfd, SFS_OVL_OPAQUE_XATTR)) ||
+		    (sfs_xattr_list_has(list, n, SFS_OVL_USER_OPAQUE_XATTR) &&
 		     is_x(dirfd, SFS_OVL_USER_OPAQUE_XATTR)) ||
-		    list_has(list, n, SFS_OVL_XWHITEOUTS_XATTR) ||
-		    list_has(list, n, SFS_OVL_USER_XWHITEOUTS_XATTR);
+		    sfs_xattr_list_has(list, n, SFS_OVL_XWHITEOUTS_XATTR) ||
+		    sfs_xattr_list_has(list, n, SFS_OVL_USER_XWHITEOUTS_XATTR);
 	errno = saved;
 	return x;
 }

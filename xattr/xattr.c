@@ -218,6 +218,20 @@ ssize_t sfs_xattr_list(int fd, const char *ent, char *list, size_t size)
 	return sfs_do_note("listxattr", fd, ent, NULL, r, answer(r));
 }
 
+bool sfs_xattr_list_has(const char *list, ssize_t n, const char *name)
+{
+	size_t want = strlen(name);
+
+	for (ssize_t i = 0; i < n;) {
+		size_t len = strnlen(list + i, (size_t)(n - i));
+
+		if (len == want && !memcmp(list + i, name, len))
+			return true;
+		i += (ssize_t)len + 1;
+	}
+	return false;
+}
+
 int sfs_xattr_remove(int fd, const char *ent, const char *name)
 {
 	long r = remove_entry(fd, ent, name);

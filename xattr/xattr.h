@@ -17,6 +17,9 @@ ssize_t sfs_xattr_get(int fd, const char *ent, const char *name, void *value, si
 int sfs_xattr_set(int fd, const char *ent, const char *name, const void *value,
 		  size_t size, int flags);
 ssize_t sfs_xattr_list(int fd, const char *ent, char *list, size_t size);
+/* Whether list (n bytes of names, as sfs_xattr_list gives) holds name;
+ * nothing past n is read, terminated or not. */
+bool sfs_xattr_list_has(const char *list, ssize_t n, const char *name);
 int sfs_xattr_remove(int fd, const char *ent, const char *name);
 
 /* An entry whose metadata is copied: fd, an fd of it (O_PATH is
