@@ -114,7 +114,7 @@ static int locate(int dirfd, char *rel, size_t len)
 	int ret = sfs_do_fstat(dirfd, &st) < 0 ? -errno : -ENOENT;
 
 	for (unsigned i = 0; ret == -ENOENT && i < s->n; i++) {
-		const struct sfs_layer l = { dirfd, i };
+		const struct sfs_layer l = { .fd = dirfd, .bidx = i };
 
 		if (s->b[i]->mode != SFS_BRANCH_RO || s->b[i]->dev != st.st_dev)
 			continue;

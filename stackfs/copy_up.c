@@ -294,7 +294,7 @@ static struct sfs_stack *stack_with(const struct sfs_stack *st, struct sfs_snap 
 		return NULL;
 	for (i = ns->n; i > 0 && ns->l[i - 1].bidx > pos; i--)
 		ns->l[i] = ns->l[i - 1];
-	ns->l[i] = (struct sfs_layer){ fd, pos };
+	ns->l[i] = (struct sfs_layer){ .fd = fd, .bidx = pos };
 	ns->n++;
 	return ns;
 }
@@ -404,7 +404,7 @@ static int install(struct sfs_node *n, const struct sfs_stack *st, struct sfs_sn
 	} else {
 		ns = sfs_stack_new(s, 1);
 		if (ns) {
-			ns->l[0] = (struct sfs_layer){ fd, (unsigned)sfs_snap_pos(s, tb) };
+			ns->l[0] = (struct sfs_layer){ .fd = fd, .bidx = (unsigned)sfs_snap_pos(s, tb) };
 			ns->nlink = st->indexed ? st->nlink :
 				    sfs_index_worthy(src) ?
 				    (uint32_t)src->st_nlink : 0;

@@ -376,7 +376,7 @@ int sfs_entry_new(struct sfs_node *parent, const struct sfs_place *p,
 		close(fd);
 		return ret < 0 ? ret : -ENOMEM;
 	}
-	st->l[0] = (struct sfs_layer){ fd, p->pl->bidx };
+	st->l[0] = (struct sfs_layer){ .fd = fd, .bidx = p->pl->bidx };
 	ret = sfs_node_lookup_insert(parent, name, st, &real, &n);
 	if (ret < 0)
 		return ret;

@@ -89,7 +89,7 @@ static struct sfs_dirnames *read_names(const struct sfs_stack *st)
 
 	sfs_count(name_index_reads, 1);
 	for (unsigned i = 0; ret == 0 && i < st->n; i++)
-		dir[i] = (struct sfs_ulayer){ st->l[i].fd, st->l[i].bidx, NULL };
+		dir[i] = (struct sfs_ulayer){ .fd = st->l[i].fd, .b = st->l[i].bidx };
 	if (ret == 0 && pick_layers(st, take))
 		ret = sfs_unames_build(dir, st->n, take, st->snap->n, NAMES_MAX, &ix);
 	free(dir);

@@ -103,7 +103,7 @@ static int dir_by_path(const struct sfs_snap *s, int fd, const struct stat *st,
 	int ret = path ? -ESTALE : -ENOMEM;
 
 	for (unsigned i = 0; path && ret == -ESTALE && i < s->n; i++) {
-		struct sfs_layer l = { fd, i };
+		struct sfs_layer l = { .fd = fd, .bidx = i };
 
 		if (s->b[i]->dev == st->st_dev)
 			ret = sfs_layer_path(s, &l, path, PATH_MAX);

@@ -374,7 +374,7 @@ static int reopen_layer(const struct sfs_snap *snap, unsigned bidx,
 	if (ret == 0 && ((uint64_t)st.st_dev != sl->dev || (uint64_t)st.st_ino != sl->ino))
 		ret = -ESTALE;
 	if (ret == 0 && dir) {
-		struct sfs_layer l = { fd, bidx };
+		struct sfs_layer l = { .fd = fd, .bidx = bidx };
 		char path[16];
 
 		ret = sfs_layer_path(snap, &l, path, sizeof(path));
@@ -396,6 +396,7 @@ int sfs_fdcache_reopen(struct sfs_node *n, struct sfs_stack **out)
 
 	for (unsigned i = 0; ret == 0 && i < st->n; i++) {
 		ns->l[i].bidx = st->l[i].bidx;
+		ns->l[i].xwh = st->l[i].xwh;
 		ret = reopen_layer(st->snap, st->l[i].bidx, saved_at(n->saved, i), dir);
 		if (ret >= 0)
 			ns->l[i].fd = ret;

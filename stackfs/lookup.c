@@ -48,7 +48,7 @@ static int roots_below(void *arg, unsigned b, struct sfs_ulayer *out, unsigned m
 static int met(void *arg, const struct sfs_ulayer *dl, int fd, const struct stat *st,
 	       const char *name, int err)
 {
-	const struct sfs_layer l = { dl->fd, dl->b };
+	const struct sfs_layer l = { .fd = dl->fd, .bidx = dl->b };
 
 	if (fd < 0 && err == -EXDEV)
 		sfs_log_mountpoint(arg, &l, name);
@@ -70,7 +70,9 @@ static int view_of(const struct sfs_stack *dst, const struct sfs_unames *names,
 	if (dst->n > DIR_LAYERS_ON_STACK && !(*dir = malloc(dst->n * sizeof(**dir))))
 		return -ENOMEM;
 	for (unsigned i = 0; i < dst->n; i++)
-		(*dir)[i] = (struct sfs_ulayer){ dst->l[i].fd, dst->l[i].bidx, NULL };
+		(*dir)[i] = (struct sfs_ulayer){
+			.fd = dst->l[i].fd, .b = dst->l[i].bidx, .xwh = dst->l[i].xwh
+		};
 	return 0;
 }
 
@@ -221,6 +223,15 @@ static void kept_times_back(const struct sfs_stack *st, struct stat *top)
 			strerror(-ret));
 }
 
+/* What a layer's marks said of xattr whiteouts, kept in the stack for a
+ * read-only branch only: the daemon writes no such mark, but a rw
+ * layer's marks are its to clear (a rename's), and a kept answer would
+ * outlive that. */
+static unsigned kept_xwh(const struct sfs_snap *s, const struct sfs_ulayer *l)
+{
+	return s->b[l->b]->mode == SFS_BRANCH_RO ? l->xwh : SFS_XWH_UNKNOWN;
+}
+
 int sfs_resolve(const struct sfs_stack *dst, const char *name,
 		struct sfs_stack **out, struct stat *top, struct stat *idst)
 {
@@ -255,10 +266,12 @@ int sfs_resolve_in(const struct sfs_stack *dst, const struct sfs_unames *names,
 		return -ENOMEM;
 	}
 	for (unsigned i = 0; i < r.e.n; i++)
-		st->l[i] = (struct sfs_layer){ r.e.l[i].fd, r.e.l[i].b };
+		st->l[i] = (struct sfs_layer){
+			.fd = r.e.l[i].fd, .bidx = r.e.l[i].b, .xwh = kept_xwh(dst->snap, &r.e.l[i])
+		};
 	/* a metacopy file's data: its second layer */
 	if (r.e.metacopy && r.e.data.fd >= 0) {
-		st->l[r.e.n] = (struct sfs_layer){ r.e.data.fd, r.e.data.b };
+		st->l[r.e.n] = (struct sfs_layer){ .fd = r.e.data.fd, .bidx = r.e.data.b };
 		r.e.data.fd = -1;
 	}
 	st->metacopy = r.e.metacopy;

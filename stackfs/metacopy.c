@@ -136,11 +136,11 @@ struct sfs_stack *sfs_metacopy_stack(const struct sfs_stack *st, struct sfs_snap
 
 	if (!ns)
 		return NULL;
-	ns->l[0] = (struct sfs_layer){ fd, pos };
+	ns->l[0] = (struct sfs_layer){ .fd = fd, .bidx = pos };
 	ns->metacopy = true;
 	if (dpos < 0) /* its branch left meanwhile: reads fail, as after a remount */
 		return ns;
-	ns->l[1] = (struct sfs_layer){ fcntl(d->fd, F_DUPFD_CLOEXEC, 0), (unsigned)dpos };
+	ns->l[1] = (struct sfs_layer){ .fd = fcntl(d->fd, F_DUPFD_CLOEXEC, 0), .bidx = (unsigned)dpos };
 	if (ns->l[1].fd >= 0)
 		return ns;
 	ns->n = 1; /* fd stays the caller's */

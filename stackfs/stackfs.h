@@ -89,6 +89,9 @@ void sfs_opts_usage(const char *prog);
 struct sfs_layer {
 	int fd;
 	unsigned bidx;
+	unsigned char xwh;        /* SFS_XWH_* (union/resolve.h): a directory
+				   * layer's xattr-whiteout mark, as read at its
+				   * lookup; kept for read-only branches only */
 };
 
 /* The layers of one union inode, highest first: one for a non-directory,

@@ -77,6 +77,54 @@ lower_dir() {
 	diff "$BATS_TEST_TMPDIR/looked" "$BATS_TEST_TMPDIR/listed"
 }
 
+# layered_dir: d in $UP and three ro branches $L1 $L2 $L3 (highest
+# first), holding a name in two layers (the higher shows), names of one
+# lower layer, names hidden by whiteouts of both styles, an empty file, a
+# kernel metacopy over its data, and a file of the rw branch.
+layered_dir() {
+	mkdir -p "$UP/d" "$L1/d" "$L2/d" "$L3/d"
+	echo one >"$L1/d/a"
+	echo two-longer >"$L2/d/a"
+	echo three >"$L3/d/b"
+	ln -s b "$L2/d/s"
+	: >"$L2/d/e"
+	echo hidden >"$L3/d/c"
+	: >"$L1/d/.wh.c"
+	echo hidden >"$L2/d/w"
+	mknod "$L1/d/w" c 0 0
+	head -c 200000 /dev/urandom >"$L2/d/m"
+	truncate -s 200000 "$L1/d/m"
+	setfattr -n trusted.overlay.metacopy "$L1/d/m"
+	echo up >"$UP/d/u"
+}
+
+@test "a directory in several layers answers entries unopened from the layer that shows them, as a lookup shows them" {
+	local f listed
+	sfs_setup_branches l1 l2 l3
+	layered_dir
+	sfs_mount "$UP:$L1=ro:$L2=ro:$L3=ro" "$MNT"
+	"$TOOLS/getdents_small" -b 65536 "$MNT/d" >/dev/null
+	listed=$(sfs_status_of listed_lookups)
+	# a (from l1), b, s and e; not the metacopy (its data is below) nor
+	# the rw branch's u (an origin may give its identity)
+	((listed == 4)) || fail "listed_lookups is $listed, not 4"
+	for f in a b s e m u; do
+		stat -c '%n %i %F %a %h %s %b %.9Y %N' "$MNT/d/$f"
+	done >"$BATS_TEST_TMPDIR/listed"
+	"$SFS" umount "$MNT"
+	sfs_mount "$UP:$L1=ro:$L2=ro:$L3=ro" "$MNT"
+	for f in a b s e m u; do
+		stat -c '%n %i %F %a %h %s %b %.9Y %N' "$MNT/d/$f"
+	done >"$BATS_TEST_TMPDIR/looked"
+	(($(sfs_status_of listed_lookups) == 0)) || fail "a lookup was answered as listed"
+	diff "$BATS_TEST_TMPDIR/looked" "$BATS_TEST_TMPDIR/listed"
+	[[ $(cat "$MNT/d/a") == one && $(cat "$MNT/d/b") == three ]]
+	cmp "$L2/d/m" "$MNT/d/m"
+	[[ ! -e $MNT/d/c && ! -e $MNT/d/w ]]
+	# the metacopy shows its data's blocks, not its own none
+	(($(stat -c %b "$MNT/d/m") > 0)) || fail "the metacopy shows no blocks"
+}
+
 @test "a listed entry is opened at its first use: data, link target, xattrs" {
 	lower_dir
 	setfattr -n user.k -v val "$LO/d/f7"

@@ -7,6 +7,7 @@ load helpers/common
 
 setup_file() {
 	sfs_setup_file 1
+	sfs_require_tool getdents_small
 }
 
 teardown_file() {
@@ -155,6 +156,39 @@ idx_state() {
 	diff "$BATS_TEST_TMPDIR/every" "$BATS_TEST_TMPDIR/listed"
 	grep -q '^./own7 \|^./own9 ' "$BATS_TEST_TMPDIR/listed" && fail "a whiteout did not hide"
 	return 0
+}
+
+# idx_stats: what a stat of each file of d in idx_layers shows.
+idx_stats() {
+	local f
+	for f in own{0..6} own8 own10 own11 shared mc; do
+		stat -c '%n %i %F %a %h %s %b %.9Y' "$MNT/d/$f"
+	done
+}
+
+# The entries of such a listing are answered unopened (lookup_listed.c)
+# from the one layer the index says lists them, as in a directory of one
+# layer: nothing above it lists the name or its whiteout.
+@test "a listing of a directory in 12 read-only branches answers its files unopened from the layer its index names, as lookups show them" {
+	local spec listed
+	spec=$(idx_layers)
+	head -c 100000 /dev/urandom >"$T/l4/d/mc"
+	truncate -s 100000 "$T/l1/d/mc"
+	setfattr -n trusted.overlay.metacopy "$T/l1/d/mc"
+	sfs_mount "$spec" "$MNT"
+	idx_stats >"$BATS_TEST_TMPDIR/looked"
+	(($(sfs_status_of listed_lookups) == 0)) || fail "a lookup was answered as listed"
+	"$SFS" umount "$MNT"
+	sfs_mount "$spec" "$MNT"
+	"$TOOLS/getdents_small" -b 65536 "$MNT/d" >/dev/null
+	listed=$(sfs_status_of listed_lookups)
+	# own0-11 but the two whited out, and shared; not the metacopy mc
+	((listed == 11)) || fail "listed_lookups is $listed, not 11"
+	idx_stats >"$BATS_TEST_TMPDIR/listed"
+	diff "$BATS_TEST_TMPDIR/looked" "$BATS_TEST_TMPDIR/listed"
+	[[ $(cat "$MNT/d/shared") == 0 && $(cat "$MNT/d/own11") == 11 ]]
+	cmp "$T/l4/d/mc" "$MNT/d/mc"
+	[[ ! -e $MNT/d/own7 && ! -e $MNT/d/own9 ]]
 }
 
 @test "a name made directly in one of 12 read-only branches shows within timeout + 1 s (the index is read again)" {

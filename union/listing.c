@@ -57,3 +57,10 @@ int sfs_u_dirent(int dirfd, const char *name, unsigned char type, unsigned dirfl
 	}
 	return SFS_U_ENTRY;
 }
+
+bool sfs_u_dir_xwhiteouts(int dirfd, unsigned xwh)
+{
+	if (xwh != SFS_XWH_UNKNOWN)
+		return xwh == SFS_XWH_SOME;
+	return sfs_wh_dir_has_xwhiteouts(dirfd);
+}

@@ -365,8 +365,9 @@ static int roots_below(void *arg, unsigned b, struct sfs_ulayer *out, unsigned m
 	unsigned k = 0;
 
 	for (unsigned i = b + 1; i < u->n && k < max; i++) {
-		out[k] = (struct sfs_ulayer){ fcntl(u->b[i].root_fd, F_DUPFD_CLOEXEC, 0), i,
-					      strdup("") };
+		out[k] = (struct sfs_ulayer){
+			.fd = fcntl(u->b[i].root_fd, F_DUPFD_CLOEXEC, 0), .b = i, .path = strdup(""),
+		};
 		if (out[k].fd < 0 || !out[k].path) {
 			int ret = out[k].fd < 0 ? -errno : -ENOMEM;
 
@@ -407,7 +408,7 @@ static int rules(struct sfs_ch_union *u, const struct sfs_ch_stack *dst, const c
 	if (!dir)
 		return -ENOMEM;
 	for (unsigned i = 0; i < dst->n; i++)
-		dir[i] = (struct sfs_ulayer){ dst->l[i].fd, dst->l[i].b, dst->l[i].path };
+		dir[i] = (struct sfs_ulayer){ .fd = dst->l[i].fd, .b = dst->l[i].b, .path = dst->l[i].path };
 	ret = sfs_u_resolve(&v, dir, dst->n, u->split ? dst->dpath : NULL, name, e);
 	free(dir);
 	return ret;

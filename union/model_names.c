@@ -34,7 +34,7 @@ static struct sfs_unames *read_index(const struct sfs_ch_union *u,
 	struct sfs_unames *ix = NULL;
 
 	for (unsigned i = 0; dir && take && i < dst->n; i++) {
-		dir[i] = (struct sfs_ulayer){ dst->l[i].fd, dst->l[i].b, NULL };
+		dir[i] = (struct sfs_ulayer){ .fd = dst->l[i].fd, .b = dst->l[i].b };
 		take[i] = true;
 	}
 	if (dir && take && sfs_unames_build(dir, dst->n, take, u->n, MAX_NAMES, &ix) < 0)

@@ -224,9 +224,14 @@ struct sfs_unames_hit sfs_unames_find(const struct sfs_unames *ix, const char *n
 	return h;
 }
 
+bool sfs_unames_covers(const struct sfs_unames *ix, unsigned b)
+{
+	return b < ix->nbranches && ix->covers[b];
+}
+
 bool sfs_unames_may_hold(const struct sfs_unames *ix, struct sfs_unames_hit hit, unsigned b)
 {
-	if (b >= ix->nbranches || !ix->covers[b])
+	if (!sfs_unames_covers(ix, b))
 		return true;
 	for (unsigned i = hit.from; i < hit.to; i++)
 		if ((ix->pairs[i].b & ~PAIR_WH) == b)
@@ -236,7 +241,7 @@ bool sfs_unames_may_hold(const struct sfs_unames *ix, struct sfs_unames_hit hit,
 
 bool sfs_unames_may_whiteout(const struct sfs_unames *ix, struct sfs_unames_hit hit, unsigned b)
 {
-	if (b >= ix->nbranches || !ix->covers[b])
+	if (!sfs_unames_covers(ix, b))
 		return true;
 	for (unsigned i = hit.from; i < hit.to; i++)
 		if (ix->pairs[i].b == (b | PAIR_WH))

@@ -38,6 +38,8 @@ struct sfs_unames_hit {
 };
 /* Where name is listed (as itself or as ".wh." name). */
 struct sfs_unames_hit sfs_unames_find(const struct sfs_unames *ix, const char *name);
+/* Whether the index read the layer of branch b whole. */
+bool sfs_unames_covers(const struct sfs_unames *ix, unsigned b);
 /* Whether the layer in branch b may hold what hit was found for: false
  * only when the index covers b and b lists neither. */
 bool sfs_unames_may_hold(const struct sfs_unames *ix, struct sfs_unames_hit hit, unsigned b);

@@ -57,7 +57,7 @@ void sfs_uentry_drop(struct sfs_uentry *e)
 		if (e->data.fd >= 0)
 			close(e->data.fd);
 		free(e->data.path);
-		e->data = (struct sfs_ulayer){ -1, 0, NULL };
+		e->data = (struct sfs_ulayer){ .fd = -1 };
 		e->metacopy = false;
 	}
 }
@@ -93,7 +93,7 @@ static int add(struct sfs_uentry *e, unsigned b, int fd, const char *dir_path,
 		close(fd);
 		return ret;
 	}
-	e->l[e->n++] = (struct sfs_ulayer){ fd, b, path };
+	e->l[e->n++] = (struct sfs_ulayer){ .fd = fd, .b = b, .path = path };
 	return 0;
 }
 
@@ -108,6 +108,7 @@ static int marks(struct res *r, int fd, unsigned b)
 
 	if (ret < 0)
 		return ret;
+	e->l[e->n - 1].xwh = m.xwhiteouts ? SFS_XWH_SOME : SFS_XWH_NONE;
 	if (e->n == 1)
 		e->has_origin = m.has_origin;
 	if (m.opaque) {
@@ -138,18 +139,19 @@ static int metacopy_marks(struct res *r, int fd)
 	if (ret < 0 || !m.is)
 		return ret;
 	r->e->metacopy = true;
-	r->e->data = (struct sfs_ulayer){ -1, 0, NULL };
+	r->e->data = (struct sfs_ulayer){ .fd = -1 };
 	r->mc_redirect = m.redirect; /* taken over */
 	return 0;
 }
 
 /* An entry that does not count: an overlay whiteout (a 0:0 device, or
- * an xattr whiteout in a directory dirfd marked for them), or a
+ * an xattr whiteout in a layer directory dl marked for them), or a
  * non-directory under a directory. */
-static bool stops(const struct sfs_uentry *e, int dirfd, int fd, const struct stat *st)
+static bool stops(const struct sfs_uentry *e, const struct sfs_ulayer *dl, int fd,
+		  const struct stat *st)
 {
 	return sfs_wh_is_dev_whiteout(fd, "", st) || (e->n > 0 && !S_ISDIR(st->st_mode)) ||
-	       (S_ISREG(st->st_mode) && st->st_size == 0 && sfs_wh_dir_has_xwhiteouts(dirfd) &&
+	       (S_ISREG(st->st_mode) && st->st_size == 0 && sfs_u_dir_xwhiteouts(dl->fd, dl->xwh) &&
 		sfs_wh_is_xwhiteout(fd, "", st));
 }
 
@@ -206,7 +208,7 @@ static int look(struct res *r, const struct sfs_ulayer *dl, const char *name, bo
 	ret = sfs_do_fstat(fd, &st);
 	if (ret == 0 && v->met)
 		ret = v->met(v->arg, dl, fd, &st, name, 0);
-	if (ret < 0 || stops(r->e, dl->fd, fd, &st)) {
+	if (ret < 0 || stops(r->e, dl, fd, &st)) {
 		close(fd);
 		return ret < 0 ? ret : 0;
 	}

@@ -32,7 +32,19 @@ struct sfs_ulayer {
 	int fd;
 	unsigned b;
 	char *path;
+	unsigned char xwh;             /* SFS_XWH_*, for a directory's layer */
 };
+
+/* What a layer directory's marks said of xattr whiteouts in it, read
+ * with its opaque mark at its lookup (sfs_dirmark_read), so that its
+ * listing and the lookups of its empty files need not ask again (issue
+ * 20: each layer of a merged directory was asked at each). */
+#define SFS_XWH_UNKNOWN 0u            /* not read: ask the directory */
+#define SFS_XWH_NONE 1u
+#define SFS_XWH_SOME 2u
+/* Whether layer directory dirfd holds xattr whiteouts, xwh saying what
+ * its marks said (SFS_XWH_UNKNOWN: asks it). */
+bool sfs_u_dir_xwhiteouts(int dirfd, unsigned xwh);
 
 /* The union the rules run in. */
 struct sfs_uview {

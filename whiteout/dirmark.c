@@ -89,12 +89,16 @@ static int marks_from_xattrs(int dirfd, struct sfs_dirmark *m)
 		if (is_opaque_name(names + i)) {
 			ret = read_value(dirfd, names + i, &val);
 			m->opaque |= val && strcmp(val, "y") == 0;
+			m->xwhiteouts |= val && strcmp(val, "x") == 0;
 			free(val);
 			val = NULL;
 		} else if (is_redirect_name(names + i) && !m->redirect) {
 			ret = read_value(dirfd, names + i, &m->redirect);
 		} else if (strcmp(names + i, SFS_ORIGIN_XATTR) == 0) {
 			m->has_origin = true;
+		} else if (strcmp(names + i, SFS_OVL_XWHITEOUTS_XATTR) == 0 ||
+			   strcmp(names + i, SFS_OVL_USER_XWHITEOUTS_XATTR) == 0) {
+			m->xwhiteouts = true;
 		}
 	}
 	free(names);

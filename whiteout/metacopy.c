@@ -45,22 +45,35 @@ static int has_mark(int fd, const char *name)
 	return n < 0 ? (int)n : 1;
 }
 
-/* Whether fd's list of attribute names holds either mark: 1, 0, or
- * -errno (-ERANGE: more names than fit here). One call where has_mark
- * makes two, each through the /proc/self/fd link an O_PATH fd needs
- * (issue 20: every regular file a lookup finds above another branch is
- * asked). */
-static int listed_mark(int fd)
+/* Whether a list of attribute names (n: its length, or what listing it
+ * answered) holds either mark: 1, 0, or -errno (-ERANGE: more names than
+ * fit here). */
+static int list_marks(const char *list, ssize_t n)
 {
-	char list[1024];
-	ssize_t n = sfs_xattr_list(fd, "", list, sizeof(list));
-
 	if (n == -ENOTSUP)
 		return 0;
 	if (n < 0)
 		return (int)n;
 	return sfs_xattr_list_has(list, n, SFS_OVL_METACOPY_XATTR) ||
 	       sfs_xattr_list_has(list, n, SFS_SFS_METACOPY_XATTR);
+}
+
+/* Whether fd carries either mark. One call where has_mark makes two,
+ * each through the /proc/self/fd link an O_PATH fd needs (issue 20:
+ * every regular file a lookup finds above another branch is asked). */
+static int listed_mark(int fd)
+{
+	char list[1024];
+
+	return list_marks(list, sfs_xattr_list(fd, "", list, sizeof(list)));
+}
+
+int sfs_metacopy_marked_at(int dirfd, const char *name)
+{
+	char list[1024];
+	int n = list_marks(list, sfs_do_listxattrat(dirfd, name, list, sizeof(list)));
+
+	return n == -ERANGE ? 1 : n;
 }
 
 int sfs_metacopy_read(int fd, struct sfs_metacopy *m)

@@ -33,6 +33,11 @@ struct sfs_metacopy {
  * for a file that is no metacopy, or on a filesystem without xattrs), or
  * -errno. */
 int sfs_metacopy_read(int fd, struct sfs_metacopy *m);
+/* Whether entry name of directory dirfd may be a metacopy, asked by
+ * name (one listxattrat, no open: for an entry a statx just found to be
+ * a regular file and no mount point): 1 when it carries a mark or the
+ * list is too long to tell, 0 when it carries none, or -errno. */
+int sfs_metacopy_marked_at(int dirfd, const char *name);
 void sfs_metacopy_free(struct sfs_metacopy *m);
 /* Marks fd (an O_PATH fd of a sparse copy of a lower file) a metacopy
  * in the mount's style: the kernel's mark for overlay, stackfs's for

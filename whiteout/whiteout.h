@@ -83,6 +83,8 @@ struct sfs_dirmark {
 	bool opaque;
 	char *redirect;           /* malloc'd, or NULL */
 	bool has_origin;          /* carries an origin record (a copy-up) */
+	bool xwhiteouts;          /* marked to hold xattr whiteouts, as
+				   * sfs_wh_dir_has_xwhiteouts answers */
 };
 int sfs_dirmark_read(int dirfd, struct sfs_dirmark *m);
 /* Whether a root process follows user.overlay.redirect too (a mount
