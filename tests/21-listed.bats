@@ -125,6 +125,25 @@ layered_dir() {
 	(($(stat -c %b "$MNT/d/m") > 0)) || fail "the metacopy shows no blocks"
 }
 
+@test "an entry of a layered directory changed in its branches after the listing is looked up again: the layer above or below that shows it now, never the listed inode" {
+	sfs_setup_branches l1 l2 l3
+	layered_dir
+	sfs_mount "$UP:$L1=ro:$L2=ro:$L3=ro" "$MNT"
+	"$TOOLS/getdents_small" -b 65536 "$MNT/d" >/dev/null
+	stat "$MNT/d/a" "$MNT/d/b" >/dev/null
+	(($(sfs_status_of listed_lookups) == 4)) || fail "listed_lookups is $(sfs_status_of listed_lookups)"
+	# by a user who can write in the branches, under the mount: b made
+	# in a layer above the one it was listed from, a removed from its
+	# layer (l2's a shows through)
+	echo above and beyond >"$L1/d/b"
+	rm "$L1/d/a"
+	run -0 cat "$MNT/d/b"
+	assert_output "above and beyond"
+	run -0 cat "$MNT/d/a"
+	assert_output two-longer
+	(($(sfs_status_of failures) == 0)) || fail "$("$SFS" status "$MNT" | grep -i error)"
+}
+
 @test "a listed entry is opened at its first use: data, link target, xattrs" {
 	lower_dir
 	setfattr -n user.k -v val "$LO/d/f7"
