@@ -650,12 +650,20 @@ static int remove_locked(struct sfs_node *parent, const char *name, bool dir)
 	return ret;
 }
 
+/* An rmdir also holds the lock of directory copy-ups: a copy-up of the
+ * directory (a change through a process that still holds it) then lands
+ * before and is removed, or finds the name gone and stays out of the
+ * view (copy_up.c), never beside the whiteout. */
 static int do_remove(struct sfs_node *parent, const char *name, bool dir)
 {
 	int ret;
 
 	sfs_ns_lock(parent);
+	if (dir)
+		sfs_dir_copyups_lock(true);
 	ret = remove_locked(parent, name, dir);
+	if (dir)
+		sfs_dir_copyups_lock(false);
 	sfs_ns_unlock(parent);
 	return ret;
 }

@@ -131,6 +131,19 @@ void sfs_stat_fill(const struct sfs_node *n, const struct sfs_stack *st,
 		out->st_blocks = data.st_blocks;
 }
 
+/* The kernel takes attributes of another type than its inode's for a
+ * reused node id, and fails every later use of that inode with EIO. A
+ * stack that came to hold another type is stale: said, never shown. */
+static int same_type(const struct sfs_node *n, const struct stat *real)
+{
+	if ((real->st_mode & S_IFMT) == n->type)
+		return 0;
+	sfs_log(SFS_LOG_ERR, "node %llu: its stack holds an inode of type %o, the node's "
+		"is %o: answered ESTALE", (unsigned long long)n->ino,
+		(unsigned)(real->st_mode & S_IFMT) >> 12, (unsigned)n->type >> 12);
+	return -ESTALE;
+}
+
 int sfs_node_getattr(struct sfs_node *n, struct stat *out)
 {
 	struct sfs_stack *st;
@@ -139,6 +152,8 @@ int sfs_node_getattr(struct sfs_node *n, struct stat *out)
 
 	if (ret == 0)
 		ret = sfs_do_fstat(st->l[0].fd, &real);
+	if (ret == 0)
+		ret = same_type(n, &real);
 	if (ret == 0)
 		sfs_stat_fill(n, st, &real, out);
 	sfs_stack_put(st);

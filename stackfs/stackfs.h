@@ -413,10 +413,8 @@ int sfs_node_copy_up(struct sfs_node *n, unsigned flags, struct sfs_stack **out)
  * link made), whatever name the node was last reached by. */
 int sfs_node_copy_up_at(struct sfs_node *n, struct sfs_node *parent,
 			const char *name);
-/* The lock a node's copy-up (and metacopy completion) holds. */
-pthread_mutex_t *sfs_cu_lock(const struct sfs_node *n);
-/* A name for a temporary entry in a staging directory. */
-void sfs_temp_name(char buf[64], const char *what);
+pthread_mutex_t *sfs_cu_lock(const struct sfs_node *n); /* a copy-up's */
+void sfs_temp_name(char buf[64], const char *what); /* in a staging dir */
 /* True when the stack's top layer is in a rw branch. */
 bool sfs_stack_writable(const struct sfs_stack *st);
 /* Makes sure directory node `dir` has a layer in branch tb, creating
@@ -424,6 +422,8 @@ bool sfs_stack_writable(const struct sfs_stack *st);
  * Returns the node's stack, referenced, which has a layer in tb. */
 int sfs_dir_ensure_layer(struct sfs_node *dir, const struct sfs_branch *tb,
 			 struct sfs_stack **out);
+/* Takes (true) or drops the lock of directory copy-ups (an rmdir's). */
+void sfs_dir_copyups_lock(bool lock);
 
 /* ---- file.c: an open file ------------------------------------------- */
 struct sfs_file {

@@ -102,3 +102,57 @@ teardown() {
 	done
 	sfs_assert_unchanged "$LO"
 }
+
+# nsstress met it (CI, whiteout=overlay): "chmod n3/n3/n3: EIO". A
+# process that still holds a directory removed through the view (its
+# lookup came before the rmdir) changes it: the directory's copy-up
+# placed its copy at the name, which the removal had given to its
+# whiteout. With overlay whiteouts the copy-up took the whiteout for the
+# directory (the chmod changed the whiteout's mode, and the kernel, shown
+# a character device for a directory, failed every use of the inode with
+# EIO); with .wh. whiteouts the removed directory came back into the
+# view. A copy-up of a directory now lands only where the name still
+# shows it, else stays out of the view, as an unlinked file's does.
+ns_removed_dir_changed() {
+	local style=$1
+	mkdir "$LO/d" "$LO/e"
+	sfs_snapshot "$LO"
+	sfs_mount "$UP:$LO=ro" "$MNT" "whiteout=$style"
+	mkdir "$MNT/w"
+	chmod 0751 "$MNT/w"
+	run -0 python3 -c '
+import os, sys
+m = sys.argv[1]
+d = os.open(m + "/d", os.O_RDONLY)
+e = os.open(m + "/e", os.O_RDONLY)
+os.rmdir(m + "/d")
+os.rename(m + "/w", m + "/e")   # a directory renamed over e
+for fd, name in ((d, "d"), (e, "e")):
+    os.fchmod(fd, 0o700)
+    os.setxattr(fd, "user.k", b"v")
+    print(name, oct(os.fstat(fd).st_mode))
+' "$MNT"
+	assert_line "d 0o40700"
+	assert_line "e 0o40700"
+	[[ ! -e $MNT/d ]] || fail "the removed d shows again: $(ls -la "$MNT")"
+	[[ $(stat -c %a "$MNT/e") == 751 ]] || fail "the directory now at e got the change meant for the old e: mode $(stat -c %a "$MNT/e")"
+	[[ -z $(getfattr --absolute-names -n user.k "$MNT/e" 2>/dev/null) ]] || fail "the directory now at e got the old e's xattr"
+	if [[ $style == overlay ]]; then
+		[[ $(stat -c %F:%t:%T:%a "$UP/d") == "character special file:0:0:0" ]] ||
+			fail "d's whiteout changed: $(stat -c %F:%t:%T:%a "$UP/d")"
+	fi
+	run -0 "$SFS" status "$MNT"
+	refute_output --partial error.
+	"$SFS" umount "$MNT"
+	run "$SFS" fsck "$UP"
+	assert_success
+	sfs_assert_unchanged "$LO"
+}
+
+@test "regression: a directory removed through the view, changed through a process that still holds it (whiteout=overlay)" {
+	ns_removed_dir_changed overlay
+}
+
+@test "regression: a directory removed through the view, changed through a process that still holds it (whiteout=wh)" {
+	ns_removed_dir_changed wh
+}

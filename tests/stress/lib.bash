@@ -155,6 +155,11 @@ st_ns_round() {
 	"$NSSTRESS" -p "$procs" -t "$secs" -S "$seed" "$MNT" >"$out.run" 2>&1 || rc=$?
 	if ((rc != 0)); then
 		errs+=("$(printf 'nsstress failed (exit %d, whiteout=%s, seed %s):\n%s' "$rc" "$style" "$seed" "$(cat "$out.run")")")
+		# whether the daemon answered the failure itself (error.NAME,
+		# logged) or the kernel made it (none: e.g. EIO of an inode the
+		# kernel marked bad), and what it logged last
+		errs+=("$(printf "the daemon's failures and last errors:\n%s" \
+			"$("$SFS" status "$MNT" 2>&1 | grep -E '^(error\.|failures|last_error)')")")
 	fi
 	if [[ -n ${ST_VERBOSE:-} ]]; then
 		grep -v '^nsstress: .*ops, seed' "$out.run" | sed 's/^nsstress: /  /' | while IFS= read -r l; do st_say "$l"; done
