@@ -10,7 +10,12 @@
  *       (append, truncate, at an offset), read, truncate, chmod, rename
  *       (flags 0, RENAME_NOREPLACE, RENAME_EXCHANGE; files and directories,
  *       across directories, into themselves), link, unlink, mkdir, rmdir,
- *       setxattr/removexattr (user.*), lstat, readdir. The errors the
+ *       setxattr/removexattr (user.*), lstat, readdir, and "held": a
+ *       process keeps up to 4 entries open (O_RDONLY, files and
+ *       directories) across the others' removals and renames, and changes
+ *       them through the fd (fchmod, fsetxattr, fstat), as a process with
+ *       an open file or a cwd does; a change of a removed entry must work
+ *       as on an unlinked file. The errors the
  *       operation can meet when another process changed the name space
  *       (ENOENT, EEXIST, ENOTEMPTY, EISDIR, ENOTDIR, ENODATA, EPERM for a
  *       link of a directory, EINVAL for a directory moved into itself)
@@ -77,14 +82,14 @@ enum {
 	OP_CREATE, OP_WRITE, OP_READ, OP_TRUNCATE, OP_CHMOD,
 	OP_RENAME, OP_RENAME_NOREPLACE, OP_RENAME_EXCHANGE, OP_LINK,
 	OP_UNLINK, OP_MKDIR, OP_RMDIR, OP_SETXATTR, OP_REMOVEXATTR,
-	OP_STAT, OP_READDIR, OP_RMTREE, OP_NR
+	OP_STAT, OP_READDIR, OP_RMTREE, OP_HELD, OP_NR
 };
 
 static const char *op_names[OP_NR] = {
 	"create", "write", "read", "truncate", "chmod",
 	"rename", "rename_noreplace", "rename_exchange", "link",
 	"unlink", "mkdir", "rmdir", "setxattr", "removexattr",
-	"lstat", "readdir", "rm_tree",
+	"lstat", "readdir", "rm_tree", "held",
 };
 
 static unsigned weights[OP_NR] = {
@@ -93,6 +98,7 @@ static unsigned weights[OP_NR] = {
 	[OP_RENAME_EXCHANGE] = 4, [OP_LINK] = 6, [OP_UNLINK] = 10,
 	[OP_MKDIR] = 8, [OP_RMDIR] = 8, [OP_SETXATTR] = 5,
 	[OP_REMOVEXATTR] = 3, [OP_STAT] = 4, [OP_READDIR] = 4, [OP_RMTREE] = 1,
+	[OP_HELD] = 4,
 };
 
 #define E(x) (1ull << (x))
@@ -115,6 +121,7 @@ static const uint64_t tolerated[OP_NR] = {
 	[OP_STAT] = E(ENOENT) | E(ENOTDIR),
 	[OP_READDIR] = E(ENOENT) | E(ENOTDIR),
 	[OP_RMTREE] = E(ENOENT) | E(ENOTDIR) | E(EISDIR) | E(ENOTEMPTY),
+	[OP_HELD] = E(ENOENT) | E(ENOTDIR), /* only the open may meet these */
 };
 
 /* a failure that is not an errno: a name listed twice */
@@ -386,6 +393,54 @@ static int do_readdir_check(const char *path, int *dup)
 	return 0;
 }
 
+/* The entries this process holds open (OP_HELD). */
+#define HELD_MAX 4
+static int held_fd[HELD_MAX];
+static char held_path[HELD_MAX][96];
+static unsigned held_n;
+
+/* One step of OP_HELD: opens one more entry while the pool has room
+ * (and now and then closes one), else changes or stats one through its
+ * fd. What the fd holds may have been removed or renamed since: the
+ * change must still work, on it. */
+static void held_op(const char *a)
+{
+	static const unsigned modes[] = { 0755, 0775, 0700, 0750 };
+	unsigned i, r = rnd(8);
+	struct stat st;
+	char val[64];
+	int fd;
+
+	if (held_n < HELD_MAX && r < 3) {
+		fd = open(a, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		if (fd >= 0) {
+			held_fd[held_n] = fd;
+			snprintf(held_path[held_n++], sizeof(held_path[0]), "%s", a);
+		}
+		done(OP_HELD, fd < 0 ? -1 : 0, "open %s", a);
+		return;
+	}
+	if (held_n == 0)
+		return;
+	i = rnd(held_n);
+	fd = held_fd[i];
+	if (r == 3) {
+		done(OP_HELD, close(fd), "close (%s)", held_path[i]);
+		held_fd[i] = held_fd[--held_n];
+		memcpy(held_path[i], held_path[held_n], sizeof(held_path[0]));
+	} else if (r < 6) {
+		unsigned m = modes[rnd(4)];
+
+		done(OP_HELD, fchmod(fd, m), "fchmod %o (opened as %s)", m, held_path[i]);
+	} else if (r == 6 && !no_xattr) {
+		snprintf(val, sizeof(val), "held %u", rnd(1000));
+		done(OP_HELD, fsetxattr(fd, "user.h", val, strlen(val), 0),
+		     "fsetxattr user.h (opened as %s)", held_path[i]);
+	} else {
+		done(OP_HELD, fstat(fd, &st), "fstat (opened as %s)", held_path[i]);
+	}
+}
+
 /* rm -rf: -1 with errno at the first error (ENOENT of an entry that
  * another process removed meanwhile is not one) */
 static int rm_tree(int dfd, const char *name)
@@ -577,6 +632,9 @@ static void one_op(int op)
 	}
 	case OP_RMTREE:
 		done(op, rm_tree(AT_FDCWD, a), "%s", a);
+		break;
+	case OP_HELD:
+		held_op(a);
 		break;
 	case OP_READDIR:
 		v = rnd(4) ? a : (char *)".";
