@@ -18,13 +18,14 @@ pl_require() {
 }
 
 # pl_explore NAME [EXPLORE_ARGS...]: one run on $SFS_FS, its work
-# directory $BATS_TEST_TMPDIR/NAME; its summary lines shown (also for a
-# test that passes); on failure its whole report, then the test fails.
+# directory $BATS_TEST_TMPDIR/NAME; its summary line shown (states,
+# violations, the filesystem's own failures; also for a test that
+# passes); on failure its whole report, then the test fails.
 pl_explore() {
 	local name=$1 out=$BATS_TEST_TMPDIR/$1.out rc=0
 	shift
 	"$EXPLORE" --fs "$SFS_FS" --work "$BATS_TEST_TMPDIR/$name" --keep "$@" >"$out" 2>&1 || rc=$?
-	grep '^explore: ' "$out" | sed 's/^/# /' >&3
+	grep -m1 '^explore: .* crash states, ' "$out" | sed 's/^/# /' >&3
 	if ((rc != 0)); then
 		cat "$out" >&2
 		fail "explore $* exited $rc (report above; the run is in $BATS_TEST_TMPDIR/$name)"

@@ -29,6 +29,10 @@ teardown() {
 	sfs_cleanup
 }
 
+@test "stress: power loss of the filesystem alone (--bare, no stackfs): it mounts and checks clean in $STATES crash states" {
+	pl_explore bare --bare --states "$STATES" --seed "$(pl_seed)"
+}
+
 @test "stress: power loss with sync=normal (the default), $STATES crash states" {
 	pl_explore normal --opts sync=normal --rules normal --states "$STATES" --seed "$(pl_seed)"
 }

@@ -27,7 +27,10 @@
  * nothing lost), "N+I,J,..." those and then records I, J, ... only, each
  * a write or zero at N or later with no flush between N and it (what a
  * disk cache may have kept of the writes after the last flush it
- * completed). Writes are applied in log order, so a later write of a
+ * completed); "I:OFF+LEN:OFF+LEN..." applies only those byte ranges of
+ * record I, relative to its start (the sectors of a write that reached
+ * the medium: tests/crash/model.py cuts them at sector bounds). Writes
+ * are applied in log order, so a later write of a
  * block wins, as on the disk. Exit 0, 1 on an error, 2 on usage. */
 #include <errno.h>
 #include <fcntl.h>
@@ -430,11 +433,56 @@ static int list(const char *path)
 
 /* ------------------------------------------------------------ replay */
 
+/* One write (or zero) of a state after its flush point: whole, or only
+ * the byte ranges given (a write the disk kept some sectors of). */
+struct piece {
+	uint64_t idx;
+	size_t nr;                    /* 0: the whole record */
+	uint64_t (*ranges)[2];        /* offset in the record, length */
+};
+
 struct spec {
 	uint64_t prefix;
-	uint64_t *extra;              /* ascending */
+	struct piece *extra;          /* ascending idx */
 	size_t n;
 };
+
+static void free_spec(struct spec *sp)
+{
+	for (size_t i = 0; i < sp->n; i++)
+		free(sp->extra[i].ranges);
+	free(sp->extra);
+}
+
+/* ":OFF+LEN" ranges after a piece's index, up to the next ',' or the end. */
+static int parse_ranges(const char **pp, struct piece *pc)
+{
+	const char *p = *pp;
+	char *end;
+
+	while (*p == ':') {
+		uint64_t off, len, (*nr)[2];
+
+		errno = 0;
+		off = strtoull(p + 1, &end, 10);
+		if (end == p + 1 || errno || *end != '+')
+			return -1;
+		p = end;
+		len = strtoull(p + 1, &end, 10);
+		if (end == p + 1 || errno || len == 0)
+			return -1;
+		nr = realloc(pc->ranges, (pc->nr + 1) * sizeof(*nr));
+		if (!nr)
+			return -1;
+		pc->ranges = nr;
+		pc->ranges[pc->nr][0] = off;
+		pc->ranges[pc->nr][1] = len;
+		pc->nr++;
+		p = end;
+	}
+	*pp = p;
+	return 0;
+}
 
 static int parse_spec(const char *s, struct spec *sp)
 {
@@ -446,18 +494,23 @@ static int parse_spec(const char *s, struct spec *sp)
 	sp->prefix = strtoull(s, &end, 10);
 	if (end == s || errno || (*end && *end != '+'))
 		return -1;
-	for (p = end; *p == '+' || *p == ','; p = end) {
-		uint64_t v, *nx;
+	for (p = end; *p == '+' || *p == ','; ) {
+		uint64_t v;
+		struct piece *nx;
 
 		errno = 0;
 		v = strtoull(p + 1, &end, 10);
-		if (end == p + 1 || errno || v < sp->prefix || (sp->n && v <= sp->extra[sp->n - 1]))
+		if (end == p + 1 || errno || v < sp->prefix || (sp->n && v <= sp->extra[sp->n - 1].idx))
 			return -1;
 		nx = realloc(sp->extra, (sp->n + 1) * sizeof(*nx));
 		if (!nx)
 			return -1;
 		sp->extra = nx;
-		sp->extra[sp->n++] = v;
+		memset(&sp->extra[sp->n], 0, sizeof(*nx));
+		sp->extra[sp->n++].idx = v;
+		p = end;
+		if (parse_ranges(&p, &sp->extra[sp->n - 1]) < 0)
+			return -1;
 	}
 	return *p ? -1 : 0;
 }
@@ -499,24 +552,42 @@ fail:
 	return ret;
 }
 
-/* Whether record idx (a write or zero, or a flush) is in the state. */
-static bool wanted(const struct spec *sp, uint64_t idx, size_t *next)
+/* The piece of record idx in the state: NULL when idx is below the
+ * prefix (applied whole) or not in the state (*in false). */
+static const struct piece *wanted(const struct spec *sp, uint64_t idx, size_t *next, bool *in)
 {
-	if (idx < sp->prefix)
-		return true;
-	if (*next < sp->n && sp->extra[*next] == idx) {
-		(*next)++;
-		return true;
+	*in = idx < sp->prefix;
+	if (!*in && *next < sp->n && sp->extra[*next].idx == idx) {
+		*in = true;
+		return &sp->extra[(*next)++];
 	}
-	return false;
+	return NULL;
 }
 
-static int apply(int o, const struct logrd *l)
+static int apply_range(int o, const struct logrd *l, uint64_t at, uint64_t len)
 {
 	if (l->r.type == REC_WRITE)
-		return pwrite(o, l->data, l->r.len, (off_t)l->r.off) == (ssize_t)l->r.len ? 0 : -1;
+		return pwrite(o, l->data + at, len, (off_t)(l->r.off + at)) == (ssize_t)len ? 0 : -1;
 	return fallocate(o, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-			 (off_t)l->r.off, (off_t)l->r.len);
+			 (off_t)(l->r.off + at), (off_t)len);
+}
+
+/* The record, or the ranges of it the piece names (each within it). */
+static int apply(int o, const struct logrd *l, const struct piece *pc)
+{
+	if (!pc || pc->nr == 0)
+		return apply_range(o, l, 0, l->r.len);
+	for (size_t i = 0; i < pc->nr; i++) {
+		uint64_t at = pc->ranges[i][0], len = pc->ranges[i][1];
+
+		if (at > l->r.len || len > l->r.len - at) {
+			errno = ERANGE;
+			return -1;
+		}
+		if (apply_range(o, l, at, len) < 0)
+			return -1;
+	}
+	return 0;
 }
 
 static int replay(const char *logpath, const char *base, const char *out, const char *s)
@@ -528,11 +599,14 @@ static int replay(const char *logpath, const char *base, const char *out, const 
 	int o = -1, r, ret = 1;
 
 	if (parse_spec(s, &sp) < 0) {
-		fprintf(stderr, "blkrec: bad SPEC '%s' (N or N+I,J,... ascending, I >= N)\n", s);
+		fprintf(stderr, "blkrec: bad SPEC '%s' (N or N+I,J:OFF+LEN,... ascending, I >= N)\n", s);
+		free_spec(&sp);
 		return 2;
 	}
-	if (logrd_open(&l, logpath) < 0)
+	if (logrd_open(&l, logpath) < 0) {
+		free_spec(&sp);
 		return 1;
+	}
 	if (copy_base(base, out, l.size) < 0)
 		goto out;
 	o = open(out, O_WRONLY | O_CLOEXEC);
@@ -540,19 +614,21 @@ static int replay(const char *logpath, const char *base, const char *out, const 
 		goto out;
 	while ((r = logrd_next(&l)) > 0 && (l.idx - 1 < sp.prefix || next < sp.n)) {
 		uint64_t idx = l.idx - 1;
-		bool isdata = l.r.type == REC_WRITE || l.r.type == REC_ZERO;
+		bool isdata = l.r.type == REC_WRITE || l.r.type == REC_ZERO, in;
+		const struct piece *pc;
 
 		if (idx >= sp.prefix && l.r.type == REC_FLUSH)
 			flush_seen = true;
-		if (!wanted(&sp, idx, &next))
+		pc = wanted(&sp, idx, &next, &in);
+		if (!in)
 			continue;
 		if (idx >= sp.prefix && (!isdata || flush_seen)) {
 			fprintf(stderr, "blkrec: record %" PRIu64 " is %s\n", idx,
 				isdata ? "after a flush that follows N" : "not a write");
 			goto out;
 		}
-		if (isdata && apply(o, &l) < 0) {
-			fprintf(stderr, "blkrec: %s: %s\n", out, strerror(errno));
+		if (isdata && apply(o, &l, pc) < 0) {
+			fprintf(stderr, "blkrec: %s: record %" PRIu64 ": %s\n", out, idx, strerror(errno));
 			goto out;
 		}
 	}
@@ -565,7 +641,7 @@ out:
 	if (o >= 0 && close(o) < 0)
 		ret = 1;
 	logrd_close(&l);
-	free(sp.extra);
+	free_spec(&sp);
 	return ret;
 }
 
@@ -573,7 +649,7 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: blkrec serve IMAGE LOG MOUNTPOINT\n"
 			"       blkrec list LOG\n"
-			"       blkrec replay LOG BASE OUT N[+I,J,...]\n");
+			"       blkrec replay LOG BASE OUT N[+I,J[:OFF+LEN...],...]\n");
 	return 2;
 }
 
