@@ -105,18 +105,24 @@ hold_lock() {
 	sfs_assert_unchanged "$UP"
 }
 
-@test "a damaged header whose version field is not 1 is left alone" {
+@test "a damaged version byte is damage, not a newer format: the checksum finds the byte and --repair undoes it" {
 	"$FMT" header "$UP/.stackfs/header" 1
-	# version 1 -> 0x101 with a stale checksum: corrupt, but not rewritten
+	cp "$UP/.stackfs/header" "$BATS_TEST_TMPDIR/good"
+	# version 1 -> 0x101 with a stale checksum: damage (it was "newer")
 	fmt_flip_bit "$UP/.stackfs/header" 9 0
-	cp "$UP/.stackfs/header" "$BATS_TEST_TMPDIR/header"
-	run_fsck --repair "$UP"
-	# magic right and version above 1: a newer format, never rewritten
-	assert_fsck_status 8
-	cmp "$UP/.stackfs/header" "$BATS_TEST_TMPDIR/header"
-	# version 1 -> 0 with a stale checksum: corrupt, reported, not rewritten
+	run_fsck "$UP"
+	assert_fsck_status 4
+	assert_output --partial "[HEADER_CRC]"
+	assert_output --partial "byte 9 is damaged"
+	refute_output --partial "newer"
+	fsck_twice "$UP" HEADER_CRC
+	cmp "$UP/.stackfs/header" "$BATS_TEST_TMPDIR/good"
+}
+
+@test "a header damaged in two bytes whose version field is not 1 is reported and left alone" {
 	"$FMT" header "$UP/.stackfs/header" 1
 	fmt_flip_bit "$UP/.stackfs/header" 8 0
+	fmt_flip_bit "$UP/.stackfs/header" 20 3
 	cp "$UP/.stackfs/header" "$BATS_TEST_TMPDIR/header"
 	run_fsck --repair "$UP"
 	assert_fsck_status 4
@@ -133,11 +139,16 @@ hold_lock() {
 
 # ------------------------------------------------------------ records
 
-@test "registry: a record with a flipped bit is dropped, its id never given again" {
+@test "registry: a record with a flipped bit is restored by its checksum; one damaged in two bytes is dropped, its id never given again" {
 	# UP and LO share a filesystem: fs id 1, branch ids 1 (UP) and 2 (LO)
 	run fmt_registry_records "$UP/.stackfs/registry"
 	assert_output "$(printf 'head_ok 2 3\n1 1 crc_ok\n2 1 crc_ok\n2 2 crc_ok')"
+	cp "$UP/.stackfs/registry" "$BATS_TEST_TMPDIR/registry"
 	fmt_flip_bit "$UP/.stackfs/registry" $((3 * 168 + 40)) 5
+	fsck_twice "$UP" REG_CRC
+	cmp "$UP/.stackfs/registry" "$BATS_TEST_TMPDIR/registry"
+	fmt_flip_bit "$UP/.stackfs/registry" $((3 * 168 + 40)) 5
+	fmt_flip_bit "$UP/.stackfs/registry" $((3 * 168 + 70)) 1
 	run "$FMT" check "$UP"
 	assert_output --partial "record 3 is corrupt (checksum mismatch)"
 	# the record lost is LO's: until a mount records LO again, fsck cannot
@@ -182,7 +193,7 @@ open(f, "ab").write(d[168 * 3:168 * 4])   # branch 2 again
 	assert_output "head_ok 1 1"
 }
 
-@test "inomap: a corrupt record is retired in place and its number never reused" {
+@test "inomap: a record with a flipped bit is restored by its checksum; one damaged in two bytes is retired in place and its number never reused" {
 	run "$FMT" ino-alloc "$UP" 1 100
 	assert_success
 	local first=$output
@@ -190,7 +201,12 @@ open(f, "ab").write(d[168 * 3:168 * 4])   # branch 2 again
 	local second=$output
 	run "$FMT" ino-alloc "$UP" 1 300
 	# damage record 1 (not the last one: a mount would refuse it)
+	cp "$UP/.stackfs/inomap" "$BATS_TEST_TMPDIR/inomap"
 	fmt_flip_bit "$UP/.stackfs/inomap" $((32 + 9)) 2
+	fsck_twice "$UP" INO_CRC
+	cmp "$UP/.stackfs/inomap" "$BATS_TEST_TMPDIR/inomap"
+	fmt_flip_bit "$UP/.stackfs/inomap" $((32 + 9)) 2
+	fmt_flip_bit "$UP/.stackfs/inomap" $((32 + 20)) 6
 	run "$FMT" check "$UP"
 	assert_output --partial "record 1 is corrupt"
 	fsck_twice "$UP" INO_CRC

@@ -183,8 +183,9 @@ void sfs_fsck_check_header(struct fsck *f)
 	struct sfs_header h;
 	struct stat sb;
 	ssize_t n;
-	size_t len;
-	bool can_fix = true;
+	size_t len, bad_at = 0;
+	uint8_t bad_was = 0;
+	bool can_fix = true, mend = false;
 	int fd;
 
 	fd = sfs_meta_openat(f->meta_fd, SFS_META_HEADER, O_RDONLY | O_NONBLOCK, 0);
@@ -232,8 +233,19 @@ void sfs_fsck_check_header(struct fsck *f)
 		f->stop = true;
 		return;
 	}
-	/* a damaged header that claims another version is left alone */
-	if (st == SFS_HDR_CRC && h.version != SFS_META_VERSION)
+	/* one damaged byte is undone by the checksum; else a damaged
+	 * header that claims another version is left alone */
+	if (st == SFS_HDR_CRC && n == SFS_HDR_SIZE && len == SFS_HDR_SIZE) {
+		uint8_t mended[SFS_HDR_SIZE];
+
+		memcpy(mended, buf, sizeof(mended));
+		if (sfs_header_mend(mended, &bad_at, &bad_was) == 1) {
+			memcpy(buf, mended, sizeof(buf));
+			sfs_header_parse(buf, len, &h);
+			mend = true;
+		}
+	}
+	if (st == SFS_HDR_CRC && !mend && h.version != SFS_META_VERSION)
 		can_fix = false;
 	switch (st) {
 	case SFS_HDR_SHORT:
@@ -245,10 +257,16 @@ void sfs_fsck_check_header(struct fsck *f)
 		struct sfs_disk_header d;
 
 		memcpy(&d, buf, sizeof(d));
-		p = sfs_fsck_found(f, code[st], can_fix, path, "stored 0x%08x, computed 0x%08x%s",
-				   le32toh(d.h_crc), sfs_header_csum_compute(&d),
-				   can_fix ? "" : "; its version field is not 1, so it is not "
-				   "rewritten");
+		if (mend)
+			p = sfs_fsck_found(f, code[st], true, path, "byte %zu is damaged: the "
+					   "checksum holds with 0x%02x there, and nothing else changed",
+					   bad_at, bad_was);
+		else
+			p = sfs_fsck_found(f, code[st], can_fix, path,
+					   "stored 0x%08x, computed 0x%08x%s",
+					   le32toh(d.h_crc), sfs_header_csum_compute(&d),
+					   can_fix ? "" : "; its version field is not 1, so it is not "
+					   "rewritten");
 		break;
 	}
 	case SFS_HDR_FLAGS:

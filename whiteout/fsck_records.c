@@ -66,6 +66,45 @@ static int read_meta(struct fsck *f, const char *name, size_t max,
 	return ret;
 }
 
+/* ------------------------------------------------------------ mending */
+
+static bool reg_head_valid(const uint8_t *buf, size_t len, void *arg)
+{
+	uint32_t next[3];
+
+	return sfs_reg_head_decode((const struct sfs_disk_reg_head *)buf, next) == SFS_REC_OK;
+}
+
+static bool reg_rec_valid(const uint8_t *buf, size_t len, void *arg)
+{
+	struct sfs_reg_entry e;
+
+	return sfs_reg_decode((const struct sfs_disk_reg *)buf, &e) == SFS_REC_OK;
+}
+
+static bool ino_head_valid(const uint8_t *buf, size_t len, void *arg)
+{
+	return sfs_ino_head_decode((const struct sfs_disk_ino_head *)buf) == SFS_REC_OK;
+}
+
+static bool ino_rec_valid(const uint8_t *buf, size_t len, void *arg)
+{
+	uint32_t fs_id;
+	uint64_t ino;
+
+	return sfs_ino_decode((const struct sfs_disk_ino *)buf, *(uint64_t *)arg, &fs_id,
+			      &ino) == SFS_REC_OK;
+}
+
+/* A record whose checksum fails with its one damaged byte undone: true
+ * (and the record mended, where told in *at and *was) when the checksum
+ * finds it (whiteout/mend.c). */
+static bool mend(void *rec, size_t len, sfs_mend_valid_fn valid, void *arg, size_t *at,
+		 uint8_t *was)
+{
+	return sfs_mend_byte(rec, len, valid, arg, at, was) == 1;
+}
+
 static bool reg_id_used(const struct sfs_reg_table *t, uint32_t kind, uint32_t id)
 {
 	for (size_t i = 0; i < t->n; i++)
@@ -104,15 +143,24 @@ void sfs_fsck_check_registry(struct fsck *f)
 					    len));
 		dirty = true;
 	} else {
+		size_t at;
+		uint8_t was;
+
 		memcpy(&head, buf, sizeof(head));
 		st = sfs_reg_head_decode(&head, head_next);
-		if (st == SFS_REC_NEWER) {
+		if (st == SFS_REC_CRC && mend(&head, sizeof(head), reg_head_valid, NULL, &at, &was)) {
+			pend(f, &pd, sfs_fsck_found(f, SFS_PR_REG_HEAD, true, path, "byte %zu is "
+						    "damaged: the checksum holds with 0x%02x there",
+						    at, was));
+			dirty = true;
+			st = sfs_reg_head_decode(&head, head_next);
+		} else if (st == SFS_REC_NEWER) {
 			sfs_fsck_found(f, SFS_PR_REG_NEWER, false, path, "version %u",
 				       le32toh(head.rh_version));
 			goto out;
 		}
 		head_ok = st == SFS_REC_OK;
-		if (!head_ok) {
+		if (!head_ok && !dirty) {
 			pend(f, &pd, sfs_fsck_found(f, SFS_PR_REG_HEAD, true, path, "%s",
 						    sfs_rec_status_str(st)));
 			dirty = true;
@@ -129,8 +177,18 @@ void sfs_fsck_check_registry(struct fsck *f)
 		struct sfs_disk_reg d;
 		struct sfs_reg_entry e;
 
+		size_t at;
+		uint8_t was;
+
 		memcpy(&d, buf + SFS_REG_REC_SIZE * (i + 1), sizeof(d));
 		st = sfs_reg_decode(&d, &e);
+		if (st == SFS_REC_CRC && mend(&d, sizeof(d), reg_rec_valid, NULL, &at, &was)) {
+			pend(f, &pd, sfs_fsck_found(f, SFS_PR_REG_CRC, true, path, "record %zu: "
+						    "byte %zu is damaged: the checksum holds with "
+						    "0x%02x there", i + 1, at, was));
+			dirty = true;
+			st = sfs_reg_decode(&d, &e);
+		}
 		/* an id written with a valid checksum stays retired */
 		if (st != SFS_REC_CRC && (e.kind == SFS_REG_FS || e.kind == SFS_REG_BRANCH) &&
 		    e.id && e.id != UINT32_MAX && e.id >= seen_next[e.kind])
@@ -257,6 +315,19 @@ static bool check_ino_head(struct fsck *f, int fd, uint64_t len)
 		return false;
 	}
 	st = len < SFS_INO_REC_SIZE ? SFS_REC_FIELD : sfs_ino_head_decode(&head);
+	if (st == SFS_REC_CRC) {
+		size_t at;
+		uint8_t was;
+		struct sfs_disk_ino_head m = head;
+
+		if (mend(&m, sizeof(m), ino_head_valid, NULL, &at, &was)) {
+			p = sfs_fsck_found(f, SFS_PR_INO_HEAD, true, path, "byte %zu is damaged: "
+					   "the checksum holds with 0x%02x there", at, was);
+			if (p)
+				sfs_fsck_done(f, p, ino_write_rec(fd, &m, 0));
+			return true;
+		}
+	}
 	if (st == SFS_REC_NEWER) {
 		sfs_fsck_found(f, SFS_PR_INO_NEWER, false, path, "version %u",
 			       le32toh(head.ih_version));
@@ -287,6 +358,21 @@ static int check_ino_rec(struct fsck *f, int fd, struct sfs_ino_table *seen,
 	uint64_t ino;
 
 	st = sfs_ino_decode(d, i, &fs_id, &ino);
+	if (st == SFS_REC_CRC) {
+		size_t at;
+		uint8_t was;
+		struct sfs_disk_ino m = *d;
+
+		if (mend(&m, sizeof(m), ino_rec_valid, &i, &at, &was)) {
+			p = sfs_fsck_found(f, SFS_PR_INO_CRC, true, path, "record %llu: byte %zu "
+					   "is damaged: the checksum holds with 0x%02x there",
+					   (unsigned long long)(i + 1), at, was);
+			if (p)
+				sfs_fsck_done(f, p, ino_write_rec(fd, &m, i + 1));
+			*d = m;
+			st = sfs_ino_decode(d, i, &fs_id, &ino);
+		}
+	}
 	if (st)
 		p = sfs_fsck_found(f, st == SFS_REC_CRC ? SFS_PR_INO_CRC : SFS_PR_INO_FIELD, true,
 				   path, "record %llu%s", (unsigned long long)(i + 1),

@@ -58,10 +58,12 @@ enum sfs_rec_status sfs_ino_head_decode(const struct sfs_disk_ino_head *d)
 
 	if (memcmp(d->ih_magic, SFS_INO_MAGIC, sizeof(d->ih_magic)))
 		return SFS_REC_MAGIC;
-	if (le32toh(d->ih_version) > SFS_INO_VERSION)
-		return SFS_REC_NEWER;
+	/* the checksum first: only a head that is whole may be judged
+	 * newer (every version keeps this head's layout and checksum) */
 	if (!sfs_ino_head_csum_verify(d))
 		return SFS_REC_CRC;
+	if (le32toh(d->ih_version) > SFS_INO_VERSION)
+		return SFS_REC_NEWER;
 	if (le32toh(d->ih_version) == 0 || le32toh(d->ih_rec_size) != SFS_INO_REC_SIZE ||
 	    memcmp(d->ih_reserved, zero, sizeof(zero)))
 		return SFS_REC_FIELD;

@@ -52,16 +52,18 @@ enum sfs_hdr_status sfs_header_parse(const void *buf, size_t len,
 									: SFS_HDR_SHORT;
 	if (memcmp(d.h_magic, SFS_HDR_MAGIC_STR, sizeof(d.h_magic)))
 		return SFS_HDR_BAD_MAGIC;
-	/* a newer format may have another size or checksum: say "newer"
-	 * rather than "corrupt", and never touch it */
-	if (h->version > SFS_META_VERSION)
-		return SFS_HDR_NEWER;
 	if (len < SFS_HDR_SIZE)
 		return SFS_HDR_SHORT;
-	if (len > SFS_HDR_SIZE)
-		return SFS_HDR_LONG;
+	/* the checksum before any field: a damaged version byte is damage,
+	 * not a newer format. Every version keeps these 64 bytes and their
+	 * checksum (it may add bytes after them): a whole one that is newer
+	 * is said so, and never touched */
 	if (!sfs_header_csum_verify(&d))
 		return SFS_HDR_CRC;
+	if (h->version > SFS_META_VERSION)
+		return SFS_HDR_NEWER;
+	if (len > SFS_HDR_SIZE)
+		return SFS_HDR_LONG;
 	if (h->version == 0)
 		return SFS_HDR_VERSION;
 	if (h->flags & ~SFS_HDR_KNOWN_FLAGS)
@@ -69,6 +71,18 @@ enum sfs_hdr_status sfs_header_parse(const void *buf, size_t len,
 	if (!sfs_all_zero(d.h_reserved, sizeof(d.h_reserved)))
 		return SFS_HDR_RESERVED;
 	return SFS_HDR_OK;
+}
+
+static bool header_valid(const uint8_t *buf, size_t len, void *arg)
+{
+	struct sfs_header h;
+
+	return sfs_header_parse(buf, len, &h) == SFS_HDR_OK;
+}
+
+int sfs_header_mend(uint8_t buf[SFS_HDR_SIZE], size_t *at, uint8_t *was)
+{
+	return sfs_mend_byte(buf, SFS_HDR_SIZE, header_valid, NULL, at, was);
 }
 
 int sfs_header_explain(enum sfs_hdr_status st, const struct sfs_header *h,

@@ -87,6 +87,15 @@ void sfs_header_encode(const struct sfs_header *h, struct sfs_disk_header *d);
  * (zero beyond). */
 enum sfs_hdr_status sfs_header_parse(const void *buf, size_t len,
 				     struct sfs_header *h);
+/* A record whose checksum fails, mended by undoing one damaged byte
+ * (whiteout/mend.c): 1 and buf mended (*at, *was: where, what it held)
+ * when exactly one change of one byte makes valid() true, 0 when none
+ * does, -1 when more than one (buf unchanged then). */
+typedef bool (*sfs_mend_valid_fn)(const uint8_t *buf, size_t len, void *arg);
+int sfs_mend_byte(uint8_t *buf, size_t len, sfs_mend_valid_fn valid, void *arg,
+		  size_t *at, uint8_t *was);
+/* The header so mended (valid: a header this stackfs reads, not newer). */
+int sfs_header_mend(uint8_t buf[SFS_HDR_SIZE], size_t *at, uint8_t *was);
 /* The errno of a status (0, -EUCLEAN or -EPROTONOSUPPORT) and a one-line
  * message for it. */
 int sfs_header_explain(enum sfs_hdr_status st, const struct sfs_header *h,

@@ -21,7 +21,7 @@ static const struct sfs_problem_desc table[SFS_PR_COUNT] = {
 	PR(HEADER_MAGIC, "the metadata header has a bad magic number", 1,
 	   "write a new header (version 1, a new branch UUID)"),
 	PR(HEADER_CRC, "the metadata header's checksum does not match", 1,
-	   "rewrite the header with its fields and a new checksum (not when its version field is not 1)"),
+	   "undo the one damaged byte the checksum finds; else rewrite the header with its fields and a new checksum (not when its version field is not 1)"),
 	PR(HEADER_VERSION, "the metadata header says format version 0", 0,
 	   "none: a header of version 0 was never written by stackfs"),
 	PR(HEADER_FLAGS, "the metadata header has unknown flags", 1,

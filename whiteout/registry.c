@@ -85,10 +85,12 @@ enum sfs_rec_status sfs_reg_head_decode(const struct sfs_disk_reg_head *d,
 {
 	if (memcmp(d->rh_magic, SFS_REG_MAGIC, sizeof(d->rh_magic)))
 		return SFS_REC_MAGIC;
-	if (le32toh(d->rh_version) > SFS_REG_VERSION)
-		return SFS_REC_NEWER;
+	/* the checksum first: only a head that is whole may be judged
+	 * newer (every version keeps this head's layout and checksum) */
 	if (!sfs_reg_head_csum_verify(d))
 		return SFS_REC_CRC;
+	if (le32toh(d->rh_version) > SFS_REG_VERSION)
+		return SFS_REC_NEWER;
 	next_id[0] = 0;
 	next_id[SFS_REG_FS] = le32toh(d->rh_next_fs_id);
 	next_id[SFS_REG_BRANCH] = le32toh(d->rh_next_branch_id);

@@ -38,6 +38,7 @@
 #include "whiteout/metadir.c"
 #include "whiteout/metafile.c"
 #include "whiteout/metaheader.c"
+#include "whiteout/mend.c"
 #include "whiteout/metalock.c"
 #include "whiteout/metalowers.c"
 #include "whiteout/fsid.c"
