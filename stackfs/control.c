@@ -31,6 +31,10 @@
 static int listen_fd = -1;
 static pthread_t server;
 static char *sock_path;
+/* the socket file we bound (its inode): device numbers are reused, and
+ * once our mount is gone a new mount's daemon may have bound its own
+ * socket at sock_path, which is not ours to remove */
+static struct stat sock_st;
 
 /* One connection being served. A slot is FREE, BUSY (its thread runs and
  * owns fd) or DONE (the thread has returned or is returning, fd closed;
@@ -608,6 +612,7 @@ int sfs_control_start(void)
 	unlink(sock_path);
 	/* anyone may connect (list, status); changes check the peer */
 	if (bind(listen_fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    lstat(sock_path, &sock_st) < 0 ||
 	    chmod(sock_path, 0666) < 0 || listen(listen_fd, 8) < 0) {
 		ret = -errno;
 		close(listen_fd);
@@ -616,6 +621,20 @@ int sfs_control_start(void)
 	}
 	ret = -pthread_create(&server, NULL, server_main, NULL);
 	return ret;
+}
+
+/* Removes sock_path if it is still the socket we bound: a new mount's
+ * daemon may have bound its own there since our mount went (seen with
+ * mounts made and removed side by side: the next mount's control
+ * channel vanished). What is left of the race is the instant between the
+ * lstat and the unlink, not the time from our unmount to here. */
+static void unlink_own_socket(void)
+{
+	struct stat st;
+
+	if (lstat(sock_path, &st) == 0 && st.st_dev == sock_st.st_dev &&
+	    st.st_ino == sock_st.st_ino)
+		unlink(sock_path);
 }
 
 void sfs_control_stop(void)
@@ -641,7 +660,7 @@ void sfs_control_stop(void)
 	pthread_mutex_unlock(&slots_lock);
 	close(listen_fd);
 	listen_fd = -1;
-	unlink(sock_path);
+	unlink_own_socket();
 	free(sock_path);
 	sock_path = NULL;
 }

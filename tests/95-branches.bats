@@ -375,3 +375,23 @@ PY
 	[[ $(cat "$MNT/d/g") == g ]]
 	sfs_assert_unchanged "$LO"
 }
+
+# Device numbers are reused: a daemon that ends after its mount is gone
+# may find that a new mount has its number and has bound its control
+# socket at the same path. It removed that socket (mounts made and
+# removed side by side: "control channel .../ctl: No such file or
+# directory" for the new mount). Here a socket bound in the daemon's
+# place, as the new mount's daemon binds it, must outlive the old one.
+@test "regression: a daemon that ends leaves a control socket bound in its place by another (device numbers are reused)" {
+	local ctl ino
+	ctl=$(ctl_sock)
+	[[ -S $ctl ]] || fail "no control socket at $ctl"
+	rm "$ctl"
+	python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$ctl"
+	ino=$(stat -c %i "$ctl")
+	"$SFS" umount "$MNT"
+	[[ -S $ctl && $(stat -c %i "$ctl") == "$ino" ]] ||
+		fail "the ending daemon removed the socket bound in its place"
+	rm "$ctl"
+	rmdir "$(dirname "$ctl")" 2>/dev/null || true
+}
