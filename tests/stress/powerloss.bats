@@ -46,7 +46,7 @@ teardown() {
 	pl_explore reflink --reflink --rules normal --states "$STATES" --seed "$(pl_seed)"
 }
 
-@test "stress: power loss under a volatile mount, $((STATES / 5)) crash states" {
-	pl_explore volatile --opts sync=volatile --rules volatile --states "$((STATES / 5))" \
+@test "stress: power loss under a volatile mount, $STATES crash states" {
+	pl_explore volatile --opts sync=volatile --rules volatile --states "$STATES" \
 		--seed "$(pl_seed)"
 }
