@@ -346,12 +346,14 @@ static int check_in_use(struct out *o, int root_fd, int at_fd, int *lock_fd, boo
 }
 
 /* The checks, and the summary line: the exit status. */
-static int check(struct out *o, int root_fd, int at_fd, bool force, bool in_use,
-		 const char **lowers, size_t nlowers, struct sfs_fsck_result *res)
+static int check(struct out *o, int root_fd, const struct sfs_metaloc *loc, bool force,
+		 bool in_use, const char **lowers, size_t nlowers, struct sfs_fsck_result *res)
 {
 	struct sfs_fsck_opts fo = {
-		.branch = o->branch, .root_fd = root_fd, .meta_at_fd = at_fd,
-		.repair = o->repair, .force = force,
+		.branch = o->branch, .root_fd = root_fd, .meta_at_fd = sfs_metaloc_at(loc, root_fd),
+		.workdir_record = !loc->record_damaged ? SFS_FSCK_WDREC_OK :
+				  loc->workdir ? SFS_FSCK_WDREC_GIVEN : SFS_FSCK_WDREC_LOST,
+		.workdir = loc->workdir, .repair = o->repair, .force = force,
 		.in_use = in_use, .lowers = lowers, .nlowers = nlowers, .report = on_report,
 		.message = on_message, .progress = on_progress, .arg = o,
 	};
@@ -377,6 +379,8 @@ static int locate(struct out *o, int root_fd, const char *workdir, struct sfs_me
 	char msg[2 * PATH_MAX + 512];
 
 	if (sfs_metaloc_open(root_fd, workdir, false, loc, msg, sizeof(msg)) < 0) {
+		if (loc->record_damaged)
+			return 0; /* WORKDIR_CORRUPT, and nothing else to check */
 		on_message(o, true, msg);
 		return FSCK_EXIT_OPERR;
 	}
@@ -424,7 +428,7 @@ static int run_fsck(int argc, char **argv)
 	if (status == 0)
 		status = check_in_use(&o, root_fd, at, &lock_fd, &in_use);
 	if (status == 0)
-		status = check(&o, root_fd, at, force, in_use, lowers, nlowers, &res);
+		status = check(&o, root_fd, &loc, force, in_use, lowers, nlowers, &res);
 out:
 	if (o.json)
 		print_json(&o, root_fd >= 0 ? &res : NULL, in_use, status);

@@ -268,6 +268,14 @@ static int locate(struct sfs_branch *b, unsigned idx, const char *path,
 	if (b->shared->located)
 		return 0;
 	ret = sfs_metaloc_open(b->root_fd, workdir, false, &b->shared->loc, why, sizeof(why));
+	/* a workdir given does not cover a damaged record: it may have
+	 * named another one, and the mount would write over it */
+	if (ret == 0 && b->shared->loc.record_damaged) {
+		sfs_metaloc_close(&b->shared->loc);
+		snprintf(why, sizeof(why), "its record of a workdir (%s) is corrupt: stackfs "
+			 "fsck --repair --workdir DIR writes it again", SFS_WORKDIR_XATTR);
+		ret = -EUCLEAN;
+	}
 	if (ret < 0)
 		berr(err, errlen, "branch #%u (\"%s\"): %s", idx, path, why);
 	b->shared->located = ret == 0;
@@ -369,8 +377,9 @@ static int pending_check(const struct sfs_branch *b, unsigned idx,
 	char why[PATH_MAX + 512];
 	int ret;
 
-	sfs_metaloc_open(b->root_fd, NULL, true, &loc, why, sizeof(why));
-	ret = sfs_jnl_pending(sfs_metaloc_at(&loc, b->root_fd), why, sizeof(why));
+	ret = sfs_metaloc_open(b->root_fd, NULL, true, &loc, why, sizeof(why));
+	if (ret == 0)
+		ret = sfs_jnl_pending(sfs_metaloc_at(&loc, b->root_fd), why, sizeof(why));
 	if (ret < 0)
 		berr(err, errlen, "branch %u (\"%s\"): %s", idx, spec->path, why);
 	sfs_metaloc_close(&loc);

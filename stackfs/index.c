@@ -87,8 +87,8 @@ static int index_is_copy_of(int dfd, const char *name, int fd, int lower_fd)
 	ret = index_origin(dfd, name, fd, &st, &o);
 	if (ret == -ESTALE)
 		return 0;
-	if (ret != 1)
-		return ret < 0 && ret != -EUCLEAN ? ret : 1;
+	if (ret != 1) /* a damaged record names nothing: damage (-EUCLEAN) */
+		return ret < 0 ? ret : 1;
 	return sfs_origin_names(&o, lower_fd, "");
 }
 

@@ -102,9 +102,10 @@ int sfs_origin_identity(const struct sfs_snap *snap, int dirfd, const char *name
 			uint64_t *dev, uint64_t *ino)
 {
 	struct sfs_origin o;
+	int ret = sfs_origin_get(dirfd, name, &o);
 
-	if (sfs_origin_get(dirfd, name, &o) != 1)
-		return 0;
+	if (ret != 1)
+		return ret == -EUCLEAN ? ret : 0;
 	*dev = o.version == 1 ? o.dev : sfs_dev_of_uuid(snap, o.fs_uuid);
 	*ino = o.ino;
 	if (!*dev)

@@ -359,3 +359,20 @@ void sfs_log_no_data(const struct sfs_snap *s, const struct sfs_layer *l)
 		"below, or not the file it was copied from (reads answer EIO)%s",
 		s->b[l->bidx]->path, path, more);
 }
+
+/* A record of the format on an entry that fails its checksum or its
+ * validation (NOTES.md "On-disk format", the checksum rule): damage, so
+ * the entry answers EUCLEAN rather than show as if it had none. */
+void sfs_log_damaged(const struct sfs_snap *s, const struct sfs_layer *dl, const char *name,
+		     const char *what)
+{
+	static struct quiet_rl rl = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	char path[PATH_MAX], more[64];
+
+	if (!rl_pass(&rl, more))
+		return;
+	where(s, dl, path, sizeof(path));
+	sfs_log(SFS_LOG_ERR, "branch %s: %s%s%s: its %s record is damaged (answers EUCLEAN; "
+		"stackfs fsck names it, --repair mends what it can)%s", s->b[dl->bidx]->path,
+		path, strcmp(path, "/") && name[0] ? "/" : "", name, what, more);
+}

@@ -165,6 +165,10 @@ static int resolve_origin(struct resolve *r, const struct sfs_stack *dst,
 	if (!pl)
 		return 0;
 	ret = sfs_origin_identity(dst->snap, pl->fd, name, &dev, &ino);
+	if (ret == -EUCLEAN) {
+		sfs_log_damaged(dst->snap, pl, name, "origin");
+		return ret;
+	}
 	if (ret > 0 || ret == -ESTALE)
 		check_metacopy_data(r, dev, ino, ret < 0);
 	if (ret > 0) {
@@ -209,18 +213,25 @@ static int resolve_index(struct resolve *r, const struct sfs_stack *dst)
  * commit's) kept the times it must show aside (union/metacopy_fill.c):
  * they go back on the file the first time the view reaches it, so the
  * view never shows the time of the kill. */
-static void kept_times_back(const struct sfs_stack *st, struct stat *top)
+static int kept_times_back(const struct sfs_stack *st, struct stat *top, const char *name)
 {
 	int ret;
 
 	if (sfs_layer_branch(st, &st->l[0])->mode != SFS_BRANCH_RW)
-		return;
+		return 0;
 	ret = sfs_metacopy_times_restore(st->l[0].fd);
 	if (ret == 0)
 		ret = sfs_do_fstat(st->l[0].fd, top);
+	/* damaged: the file's own times may be the kill's, never shown */
+	if (ret == -EUCLEAN) {
+		sfs_log(SFS_LOG_ERR, "%s: the times a metacopy kept are damaged (answers EUCLEAN; "
+			"stackfs fsck --repair drops them)", name);
+		return ret;
+	}
 	if (ret < 0 && ret != -ENODATA)
 		sfs_log(SFS_LOG_WARN, "cannot put back the times a metacopy kept: %s",
 			strerror(-ret));
+	return 0;
 }
 
 /* What a layer's marks said of xattr whiteouts, kept in the stack for a
@@ -275,10 +286,13 @@ int sfs_resolve_in(const struct sfs_stack *dst, const struct sfs_unames *names,
 		r.e.data.fd = -1;
 	}
 	st->metacopy = r.e.metacopy;
-	if (st->metacopy)
-		kept_times_back(st, &r.e.top);
+	ret = st->metacopy ? kept_times_back(st, &r.e.top, name) : 0;
 	r.e.n = 0; /* the fds are the stack's now */
 	sfs_uentry_drop(&r.e);
+	if (ret < 0) {
+		sfs_stack_put(st);
+		return ret;
+	}
 	st->nlink = r.nlink;
 	st->indexed = r.indexed;
 	*top = r.e.top;

@@ -340,8 +340,8 @@ uint64_t sfs_dev_of_uuid(const struct sfs_snap *snap, const uint8_t uuid[16]);
 uint32_t sfs_origin_nlink(const struct sfs_snap *snap, int dirfd, const char *name);
 /* The identity (st_dev, st_ino) a copy's origin record names: 1 when
  * dirfd/name has a record of a filesystem of the mount, else 0; -ESTALE
- * (*dev and *ino set all the same) when the lower inode it names is gone
- * (its number may be another file's now): the copy is its own identity. */
+ * (*dev, *ino set all the same) when the lower inode it names is gone (its
+ * number may be reused): the copy is its own identity; -EUCLEAN damaged. */
 int sfs_origin_identity(const struct sfs_snap *snap, int dirfd, const char *name,
 			uint64_t *dev, uint64_t *ino);
 
@@ -563,11 +563,12 @@ bool sfs_log_keeps_stderr(void);
 void sfs_log_detached(void);
 /* A request answered with failure err (rate-limited). */
 void sfs_log_failure(const char *op, int err);
-/* A mount point at NAME in layer DL (rate-limited). */
-void sfs_log_mountpoint(const struct sfs_snap *s, const struct sfs_layer *dl,
-			const char *name);
-/* A metacopy file (layer l) whose data was found nowhere (rate-limited). */
+/* Rate-limited: a mount point at NAME in layer DL; a metacopy file (layer
+ * l) whose data was found nowhere; NAME's record WHAT damaged. */
+void sfs_log_mountpoint(const struct sfs_snap *s, const struct sfs_layer *dl, const char *name);
 void sfs_log_no_data(const struct sfs_snap *s, const struct sfs_layer *l);
+void sfs_log_damaged(const struct sfs_snap *s, const struct sfs_layer *dl, const char *name,
+		     const char *what);
 /* The last errors and warnings logged, kept for `stackfs status`. */
 #define SFS_LOG_RING 16
 #define SFS_LOG_LINE_MAX 512

@@ -60,18 +60,20 @@ teardown() {
 	cc_commit_fi 60 kill || true
 	[[ -f $UP/.stackfs/commit ]] || fail "no journal after the kill"
 	sfs_snapshot "$LO"
-	# one bit of the lower branch's path flipped: the checksum no longer matches
-	off=100
-	printf '\x01' | dd of="$UP/.stackfs/commit" bs=1 seek=$off conv=notrunc status=none
-	printf "$(printf '\\x%02x' $(( $(od -An -tu1 -j$off -N1 "$UP/.stackfs/commit") ^ 0x41 )))" |
-		dd of="$UP/.stackfs/commit" bs=1 seek=$off conv=notrunc status=none
+	# two bytes of the lower branch's path changed: the checksum no longer
+	# matches, and no single byte mends it (one: 94-damage-records)
+	for off in 100 101; do
+		printf "$(printf '\\x%02x' $(( $(od -An -tu1 -j$off -N1 "$UP/.stackfs/commit") ^ 0x41 )))" |
+			dd of="$UP/.stackfs/commit" bs=1 seek=$off conv=notrunc status=none
+	done
 	run -1 "$SFS" commit "$UP" --into "$LO"
 	assert_output --partial "corrupt (checksum mismatch)"
 	refute_output --regexp "[Rr]emove|[Dd]elete"
 	run -1 "$SFS" mount "$UP:$LO" "$MNT"
 	assert_output --partial "unfinished stackfs commit"
 	run "$SFS" fsck --repair "$UP"
-	assert_output --partial "[COMMIT_UNFINISHED]"
+	assert_output --partial "[COMMIT_CORRUPT]"
+	assert_output --partial "no single byte mends it"
 	(( status & 4 )) || fail "fsck --repair exited $status"
 	sfs_assert_unchanged "$LO"
 }

@@ -22,14 +22,18 @@
 
 /* The times the file must end with: those a fill killed before kept, else
  * its own, kept now (a filesystem that refuses the record still gets its
- * times back when nothing is killed). */
-static void times_to_keep(int fd, const struct stat *st, struct timespec t[2])
+ * times back when nothing is killed). A damaged record stops the fill
+ * (-EUCLEAN): after a killed fill the file's own times are the kill's. */
+static int times_to_keep(int fd, const struct stat *st, struct timespec t[2])
 {
-	if (sfs_metacopy_times_load(fd, t) == 0)
-		return;
+	int ret = sfs_metacopy_times_load(fd, t);
+
+	if (ret != -ENODATA)
+		return ret;
 	t[0] = st->st_atim;
 	t[1] = st->st_mtim;
 	(void)sfs_metacopy_times_save(fd, t);
+	return 0;
 }
 
 int sfs_metacopy_fill(int fd, int data_fd, bool durable)
@@ -41,7 +45,7 @@ int sfs_metacopy_fill(int fd, int data_fd, bool durable)
 	if (ret == 0)
 		ret = sfs_do_fstat(fd, &st);
 	if (ret == 0)
-		times_to_keep(fd, &st, t);
+		ret = times_to_keep(fd, &st, t);
 	if (ret == 0 && (in = sfs_open_source(data_fd)) < 0)
 		ret = in;
 	/* the file is sparse at its size: the data extents land in place;

@@ -169,8 +169,10 @@ static int idx_cmp(const void *a, const void *b)
 
 /* b[0]'s index: every entry with an origin record, sorted by lower inode
  * number. No index (never mounted, or no .stackfs) is an empty one.
- * at_fd: the directory holding b[0]'s .stackfs. */
-static int index_load(struct sfs_ch_union *u, int at_fd)
+ * at_fd: the directory holding b[0]'s .stackfs. An entry whose record is
+ * damaged stops the load (-EUCLEAN, its name in bad): the lower names it
+ * stands for could not be told shown or not. */
+static int index_load(struct sfs_ch_union *u, int at_fd, char *bad, size_t badlen)
 {
 	int meta = sfs_do_open(at_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
 	struct dirent *e;
@@ -190,10 +192,18 @@ static int index_load(struct sfs_ch_union *u, int at_fd)
 		struct sfs_origin o;
 		struct sfs_ch_index *v;
 
-		if (e->d_name[0] == '.' || strlen(e->d_name) >= sizeof(v->name))
+		/* another name is no entry of a lower inode (fsck: INDEX_NAME) */
+		if (!sfs_index_name_ok(e->d_name))
 			continue;
-		if (sfs_origin_get(u->index_fd, e->d_name, &o) != 1)
+		ret = sfs_origin_get(u->index_fd, e->d_name, &o);
+		if (ret < 0) {
+			if (ret == -EUCLEAN)
+				snprintf(bad, badlen, "%s", e->d_name);
+			break;
+		}
+		if (ret == 0)
 			continue;
+		ret = 0;
 		v = realloc(u->idx, (u->nidx + 1) * sizeof(*v));
 		if (!v) {
 			ret = -ENOMEM;
@@ -205,7 +215,7 @@ static int index_load(struct sfs_ch_union *u, int at_fd)
 		memcpy(v->fs_uuid, o.fs_uuid, 16);
 		v->dev = o.dev;
 		v->ino = o.ino;
-		memcpy(v->name, e->d_name, strlen(e->d_name) + 1); /* < 32, checked above */
+		memcpy(v->name, e->d_name, strlen(e->d_name) + 1); /* 25 bytes: an index name */
 	}
 	closedir(d);
 	if (u->nidx)
@@ -217,15 +227,19 @@ static int index_load(struct sfs_ch_union *u, int at_fd)
 static int rw_index(struct sfs_ch_union *u, const char *workdir, char *err, size_t errlen)
 {
 	struct sfs_metaloc loc;
-	char why[PATH_MAX + 512];
+	char why[PATH_MAX + 512], bad[NAME_MAX + 1] = "";
 	int ret = sfs_metaloc_open(u->b[0].root_fd, workdir, false, &loc, why, sizeof(why));
 
 	if (ret < 0) {
 		snprintf(err, errlen, "%s: %s", u->b[0].path, why);
 		return ret;
 	}
-	ret = index_load(u, sfs_metaloc_at(&loc, u->b[0].root_fd));
-	if (ret < 0)
+	ret = index_load(u, sfs_metaloc_at(&loc, u->b[0].root_fd), bad, sizeof(bad));
+	if (ret == -EUCLEAN)
+		snprintf(err, errlen, "%s/%s/%s/%s: its origin record is damaged (see stackfs "
+			 "fsck)", loc.workdir ? loc.workdir : u->b[0].path, SFS_METADIR_NAME,
+			 SFS_META_INDEX, bad);
+	else if (ret < 0)
 		snprintf(err, errlen, "%s/%s/%s: %s", loc.workdir ? loc.workdir : u->b[0].path,
 			 SFS_METADIR_NAME, SFS_META_INDEX, strerror(-ret));
 	sfs_metaloc_close(&loc);
@@ -321,7 +335,8 @@ int sfs_ch_lowers_below(int root_fd, int at_fd, char ***paths, size_t *n, char *
 	}
 	meta = sfs_do_open(at_fd, SFS_METADIR_NAME, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
 	if (meta < 0) {
-		ret = errno == ENOTDIR ? -ENOENT : -errno;
+		/* a .stackfs that is no directory is damage, not "never mounted" */
+		ret = errno == ENOTDIR || errno == ELOOP ? -EUCLEAN : -errno;
 		snprintf(err, errlen, "%s/%s: %s", SFS_METADIR_NAME, SFS_META_LOWERS,
 			 strerror(-ret));
 		return ret;
@@ -490,11 +505,14 @@ static void check_data_origin(struct sfs_ch_stack *st, const struct stat *via)
 {
 	struct sfs_origin o;
 	struct stat ds;
+	int ret = st->data_fd < 0 ? 0 : sfs_origin_get(st->l[0].fd, "", &o);
 	bool ok;
 
-	if (st->data_fd < 0 || sfs_origin_get(st->l[0].fd, "", &o) != 1)
+	/* a damaged record cannot say the data is the file's: none, as for
+	 * the daemon (whose lookup answers EUCLEAN) */
+	if (ret != 1 && ret != -EUCLEAN)
 		return;
-	ok = o.ino == (uint64_t)via->st_ino;
+	ok = ret == 1 && o.ino == (uint64_t)via->st_ino;
 	/* the data is the entry below itself (no chain): its generation too */
 	if (ok && o.version == SFS_ORIGIN_VERSION && o.handle_bytes &&
 	    sfs_do_fstat(st->data_fd, &ds) == 0 && ds.st_ino == via->st_ino &&

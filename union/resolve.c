@@ -206,6 +206,9 @@ static int look(struct res *r, const struct sfs_ulayer *dl, const char *name, bo
 		return fd;
 	}
 	ret = sfs_do_fstat(fd, &st);
+	/* a 0:0 device whose marker is damaged: neither whiteout nor device */
+	if (ret == 0 && sfs_wh_is_chr_whiteout(&st) && (ret = sfs_wh_device_mark(fd, "")) > 0)
+		ret = 0;
 	if (ret == 0 && v->met)
 		ret = v->met(v->arg, dl, fd, &st, name, 0);
 	if (ret < 0 || stops(r->e, dl, fd, &st)) {

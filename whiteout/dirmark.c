@@ -40,6 +40,37 @@ static ssize_t list_names(int dirfd, char **buf)
 	return n == -ENOTSUP ? 0 : n;
 }
 
+/* One component of a path: not empty, not "." or "..", a name. */
+static bool component_ok(const char *s, size_t len)
+{
+	return len && len <= 255 && !(len == 1 && s[0] == '.') &&
+	       !(len == 2 && s[0] == '.' && s[1] == '.');
+}
+
+bool sfs_redirect_ok(const char *v, size_t n)
+{
+	const char *s = v, *end = v + n;
+
+	if (!n || memchr(v, 0, n))
+		return false;
+	if (v[0] != '/')
+		return !memchr(v, '/', n) && component_ok(v, n);
+	/* "/a/b": components from the roots; "/" names no directory that
+	 * was moved (a root is never renamed) */
+	while (s < end) {
+		const char *e;
+
+		s++;
+		e = memchr(s, '/', (size_t)(end - s));
+		if (!e)
+			e = end;
+		if (!component_ok(s, (size_t)(e - s)))
+			return false;
+		s = e;
+	}
+	return true;
+}
+
 static int read_value(int dirfd, const char *name, char **out)
 {
 	char v[4096];
@@ -48,6 +79,27 @@ static int read_value(int dirfd, const char *name, char **out)
 	if (n < 0)
 		return n == -ENODATA ? 0 : (int)n;
 	v[n] = '\0';
+	*out = strdup(v);
+	return *out ? 0 : -ENOMEM;
+}
+
+/* A redirect, validated before it is followed: one that names no path
+ * ("", ".", "a/b", a NUL inside) is damage, never "none" (a directory
+ * whose lower layers are elsewhere would show without them). */
+static int read_redirect(int dirfd, const char *name, char **out)
+{
+	char v[4096];
+	ssize_t n = sfs_xattr_get(dirfd, ".", name, v, sizeof(v) - 1);
+
+	if (n == -ENODATA)
+		return 0;
+	if (n == -ERANGE)
+		return -EUCLEAN; /* longer than any path */
+	if (n < 0)
+		return (int)n;
+	v[n] = '\0';
+	if (!sfs_redirect_ok(v, (size_t)n))
+		return -EUCLEAN;
 	*out = strdup(v);
 	return *out ? 0 : -ENOMEM;
 }
@@ -93,7 +145,7 @@ static int marks_from_xattrs(int dirfd, struct sfs_dirmark *m)
 			free(val);
 			val = NULL;
 		} else if (is_redirect_name(names + i) && !m->redirect) {
-			ret = read_value(dirfd, names + i, &m->redirect);
+			ret = read_redirect(dirfd, names + i, &m->redirect);
 		} else if (strcmp(names + i, SFS_ORIGIN_XATTR) == 0) {
 			m->has_origin = true;
 		} else if (strcmp(names + i, SFS_OVL_XWHITEOUTS_XATTR) == 0 ||

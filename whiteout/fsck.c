@@ -222,6 +222,11 @@ int sfs_fsck_run(const struct sfs_fsck_opts *o, struct sfs_fsck_result *r)
 	int status;
 
 	memset(r, 0, sizeof(*r));
+	if (o->workdir_record != SFS_FSCK_WDREC_OK) {
+		sfs_fsck_check_workdir_record(&f);
+		if (o->workdir_record == SFS_FSCK_WDREC_LOST)
+			goto out;
+	}
 	/* explicit lower branches that cannot be opened: check nothing, as
 	 * a whiteout would look as if it hid nothing */
 	if (o->lowers && sfs_fsck_open_given_lowers(&f))

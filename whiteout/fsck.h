@@ -44,6 +44,7 @@ enum sfs_problem_code {
 	SFS_PR_INO_FIELD,
 	SFS_PR_INO_DUP,
 	SFS_PR_LOWERS_BAD,
+	SFS_PR_WORKDIR_CORRUPT,
 	SFS_PR_XNAMES_BAD,
 	SFS_PR_LOCK_BAD,
 	SFS_PR_WORK_NOT_DIR,
@@ -64,11 +65,13 @@ enum sfs_problem_code {
 	SFS_PR_OPQ_MARKER_TYPE,
 	SFS_PR_OPQ_MARKER_DATA,
 	SFS_PR_REDIRECT_BAD,
+	SFS_PR_DEVICE_BAD,
 	SFS_PR_METACOPY_NO_DATA,
 	SFS_PR_METACOPY_TIMES_KEPT,
 	SFS_PR_METACOPY_TIMES_BAD,
 	SFS_PR_NESTED_META,
 	SFS_PR_COMMIT_UNFINISHED,
+	SFS_PR_COMMIT_CORRUPT,
 	SFS_PR_COMMIT_MARKER_STALE,
 	SFS_PR_COMMIT_STAGED,
 	SFS_PR_COMMIT_TMP,
@@ -105,6 +108,12 @@ struct sfs_fsck_opts {
 	/* the directory holding its .stackfs: root_fd, or the workdir of an
 	 * overlay-style mount (whiteout/metaloc.c finds which) */
 	int meta_at_fd;
+	/* the root's record of its workdir (whiteout/metaloc.c): whole (or
+	 * none), damaged with the workdir given (workdir: --repair writes
+	 * it), or damaged with none given (the metadata cannot be found:
+	 * nothing else is checked) */
+	enum { SFS_FSCK_WDREC_OK, SFS_FSCK_WDREC_GIVEN, SFS_FSCK_WDREC_LOST } workdir_record;
+	const char *workdir;
 	bool repair;
 	/* repair what lower branches decide even when they are not the
 	 * recorded ones (--force) */

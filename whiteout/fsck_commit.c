@@ -179,6 +179,34 @@ static void unreadable(struct fsck *f, const char *path, const char *msg)
 	f->pending = true;
 }
 
+/* A damaged journal (mark false) or marker: COMMIT_CORRUPT, mended when
+ * one byte the checksum finds does it (then read again, as if never
+ * damaged: 1), else left with the commit unfinished (0). */
+static int mend_record(struct fsck *f, bool mark, const char *msg)
+{
+	const char *path = mark ? "/" SFS_METADIR_NAME "/" SFS_META_COMMIT_FROM
+				: "/" SFS_METADIR_NAME "/" SFS_META_COMMIT;
+	struct sfs_fsck_problem *p;
+	size_t at;
+	uint8_t was;
+	int ret = sfs_jnl_mend(f->meta_at, mark, false, &at, &was);
+
+	if (ret == 1)
+		p = sfs_fsck_found(f, SFS_PR_COMMIT_CORRUPT, true, path, "%s; byte %zu is "
+				   "damaged: the checksum holds with 0x%02x there", msg, at, was);
+	else
+		p = sfs_fsck_found(f, SFS_PR_COMMIT_CORRUPT, false, path, "%s; no single byte "
+				   "mends it", msg);
+	if (!p) {
+		f->pending = true;
+		return 0;
+	}
+	ret = sfs_fsck_done(f, p, sfs_jnl_mend(f->meta_at, mark, true, &at, &was) == 1 ?
+			    0 : -EUCLEAN);
+	f->pending |= ret < 0;
+	return ret == 0;
+}
+
 /* An unfinished commit from or into this branch (journal.h). */
 void sfs_fsck_check_commit(struct fsck *f)
 {
@@ -187,6 +215,8 @@ void sfs_fsck_check_commit(struct fsck *f)
 	char msg[512];
 	int ret = sfs_jnl_read(f->meta_at, &j, msg, sizeof(msg));
 
+	if (ret == -EUCLEAN && mend_record(f, false, msg))
+		ret = sfs_jnl_read(f->meta_at, &j, msg, sizeof(msg));
 	if (ret == 0) {
 		commit_from_here(f, &j);
 		sfs_jnl_free(&j);
@@ -194,6 +224,8 @@ void sfs_fsck_check_commit(struct fsck *f)
 		unreadable(f, "/" SFS_METADIR_NAME "/" SFS_META_COMMIT, msg);
 	}
 	ret = sfs_jmark_read(f->meta_at, &m, msg, sizeof(msg));
+	if (ret == -EUCLEAN && mend_record(f, true, msg))
+		ret = sfs_jmark_read(f->meta_at, &m, msg, sizeof(msg));
 	if (ret == 0) {
 		commit_into_here(f, &m);
 		sfs_jmark_free(&m);

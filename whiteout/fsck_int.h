@@ -159,4 +159,13 @@ bool sfs_fsck_metacopy(struct fsck *f, int dfd, const char *name, const char *pa
 
 void sfs_fsck_check_tree(struct fsck *f);
 
+/* A damaged origin record of dfd/name: ORIGIN_CORRUPT, mended when one
+ * byte the checksum finds does it, else removed when removable (an
+ * entry of the tree keeps its data; an index entry is left). */
+void sfs_fsck_origin_damaged(struct fsck *f, int dfd, const char *name, const char *path,
+			     bool removable);
+
+/* WORKDIR_CORRUPT (sfs_fsck_opts.workdir_record). */
+void sfs_fsck_check_workdir_record(struct fsck *f);
+
 #endif

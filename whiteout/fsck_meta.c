@@ -17,6 +17,7 @@
 #include "whiteout/fsck_int.h"
 #include "whiteout/journal.h"
 #include "whiteout/ondisk.h"
+#include "xattr/xattr.h"
 
 /* A metadata directory that is not the daemon's user's alone: rebuilt
  * with --repair, else nothing more is checked (its records, journal and
@@ -392,6 +393,24 @@ static void check_subdir(struct fsck *f, const char *name, enum sfs_problem_code
 	close(fd);
 }
 
+/* The root's record of the workdir holding the metadata, damaged: only
+ * the workdir given (--workdir) can say what it held. */
+void sfs_fsck_check_workdir_record(struct fsck *f)
+{
+	const char *wd = f->o->workdir_record == SFS_FSCK_WDREC_GIVEN ? f->o->workdir : NULL;
+	struct sfs_fsck_problem *p;
+	int ret;
+
+	p = sfs_fsck_found(f, SFS_PR_WORKDIR_CORRUPT, wd != NULL, "/", "%s%s%s",
+			   SFS_WORKDIR_XATTR, wd ? ": written again as " : ": give --workdir DIR "
+			   "(where the metadata is) to check the branch and write it again",
+			   wd ? wd : "");
+	if (!p)
+		return;
+	ret = sfs_xattr_set(f->root_fd, "", SFS_WORKDIR_XATTR, wd, strlen(wd), 0);
+	sfs_fsck_done(f, p, ret < 0 ? ret : sfs_meta_fsync_dir(f->root_fd));
+}
+
 /* Anything in work/ is what an interrupted operation left. */
 static void check_work_entry(struct fsck *f, int fd, const char *name, const char *path)
 {
@@ -404,13 +423,6 @@ static void check_work_entry(struct fsck *f, int fd, const char *name, const cha
 void sfs_fsck_check_work(struct fsck *f)
 {
 	check_subdir(f, SFS_META_WORK, SFS_PR_WORK_NOT_DIR, check_work_entry);
-}
-
-static bool index_has_origin(int dirfd, const char *name)
-{
-	struct sfs_origin o;
-
-	return sfs_origin_get(dirfd, name, &o) == 1;
 }
 
 /* An index entry whose origin's lower inode is gone shows its data at
@@ -434,7 +446,9 @@ static void check_index_origin(struct fsck *f, int dfd, const char *name, const 
 static void check_index_entry(struct fsck *f, int fd, const char *name, const char *path)
 {
 	struct sfs_fsck_problem *p;
+	struct sfs_origin o;
 	struct stat st;
+	int ret;
 
 	if (sfs_do_stat(fd, name, &st) < 0) {
 		if (errno != ENOENT)
@@ -442,7 +456,13 @@ static void check_index_entry(struct fsck *f, int fd, const char *name, const ch
 	} else if (S_ISDIR(st.st_mode) || !sfs_index_name_ok(name)) {
 		sfs_fsck_found(f, SFS_PR_INDEX_NAME, false, path, "%s",
 			       S_ISDIR(st.st_mode) ? "a directory" : "bad name");
-	} else if (st.st_nlink == 1 && !index_has_origin(fd, name)) {
+	} else if ((ret = sfs_origin_get(fd, name, &o)) == -EUCLEAN) {
+		/* never taken for none: the copy may be all the lower names
+		 * of its inode show */
+		sfs_fsck_origin_damaged(f, fd, name, path, false);
+	} else if (ret < 0) {
+		sfs_fsck_msg(f, true, "%s: origin record: %s", path + 1, strerror(-ret));
+	} else if (st.st_nlink == 1 && ret == 0) {
 		/* with an origin it still serves the lower names of its
 		 * inode that were not copied up (they show the copy) */
 		p = sfs_fsck_found(f, SFS_PR_INDEX_ORPHAN, true, path, NULL);

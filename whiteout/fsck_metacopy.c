@@ -90,7 +90,7 @@ static void check_kept_times(struct fsck *f, int fd, const char *path)
 		p = sfs_fsck_found(f, SFS_PR_METACOPY_TIMES_KEPT, true, path, NULL);
 		if (p)
 			sfs_fsck_done(f, p, sfs_metacopy_times_restore(fd));
-	} else if (r == -EINVAL) {
+	} else if (r == -EUCLEAN) {
 		p = sfs_fsck_found(f, SFS_PR_METACOPY_TIMES_BAD, true, path, NULL);
 		if (p)
 			sfs_fsck_done(f, p, sfs_metacopy_times_drop(fd));
@@ -105,7 +105,15 @@ bool sfs_fsck_metacopy(struct fsck *f, int dfd, const char *name, const char *pa
 	bool has_o;
 	int fd = sfs_do_open(dfd, name, O_PATH | O_NOFOLLOW, 0), r;
 
-	if (fd < 0 || sfs_metacopy_read(fd, &m) < 0 || !m.is) {
+	r = fd < 0 ? fd : sfs_metacopy_read(fd, &m);
+	if (r == -EUCLEAN) {
+		/* where its data is cannot be read: nothing to mend it from */
+		sfs_fsck_found(f, SFS_PR_REDIRECT_BAD, false, path, "%s of a metacopy file",
+			       SFS_OVL_REDIRECT_XATTR);
+		close(fd);
+		return true;
+	}
+	if (r < 0 || !m.is) {
 		if (fd >= 0)
 			close(fd);
 		return false;

@@ -138,27 +138,25 @@ static bool opaque_value_ok(const char *v)
 	return !strcmp(v, "y") || !strcmp(v, "x");
 }
 
-static bool redirect_ok(const char *r)
+void sfs_fsck_origin_damaged(struct fsck *f, int dfd, const char *name, const char *path,
+			     bool removable)
 {
-	const char *s;
+	struct sfs_fsck_problem *p;
+	size_t at;
+	uint8_t was;
+	int mend = sfs_origin_mend(dfd, name, false, &at, &was) == 1, ret;
 
-	if (!r[0])
-		return false;
-	if (r[0] != '/')
-		return !strchr(r, '/') && strcmp(r, ".") && strcmp(r, "..");
-	for (s = r; *s; ) {
-		const char *e;
-		size_t len;
-
-		s++;
-		e = strchrnul(s, '/');
-		len = (size_t)(e - s);
-		if ((len == 0 && (*e || s - r > 1)) || (len == 1 && s[0] == '.') ||
-		    (len == 2 && s[0] == '.' && s[1] == '.'))
-			return false;
-		s = e;
-	}
-	return true;
+	if (mend)
+		p = sfs_fsck_found(f, SFS_PR_ORIGIN_CORRUPT, true, path, "byte %zu is damaged: "
+				   "the checksum holds with 0x%02x there", at, was);
+	else
+		p = sfs_fsck_found(f, SFS_PR_ORIGIN_CORRUPT, removable, path, "%s",
+				   removable ? "no single byte mends it" :
+				   "no single byte mends it; an index entry is not judged without it");
+	if (!p)
+		return;
+	ret = mend ? sfs_origin_mend(dfd, name, true, &at, &was) : sfs_origin_remove(dfd, name);
+	sfs_fsck_done(f, p, ret < 0 ? ret : ret == 0 && mend ? -EUCLEAN : 0);
 }
 
 static void check_origin(struct fsck *f, int dfd, const char *name, const char *path,
@@ -170,9 +168,7 @@ static void check_origin(struct fsck *f, int dfd, const char *name, const char *
 	int ret = sfs_origin_get(dfd, name, &o);
 
 	if (ret == -EUCLEAN) {
-		p = sfs_fsck_found(f, SFS_PR_ORIGIN_CORRUPT, true, path, NULL);
-		if (p)
-			sfs_fsck_done(f, p, sfs_origin_remove(dfd, name));
+		sfs_fsck_origin_damaged(f, dfd, name, path, true);
 		return;
 	}
 	if (ret < 0) {
@@ -186,6 +182,24 @@ static void check_origin(struct fsck *f, int dfd, const char *name, const char *
 	p = sfs_fsck_found(f, SFS_PR_ORIGIN_DANGLING, f->lowers_trusted, path, "%s", why);
 	if (p)
 		sfs_fsck_done(f, p, sfs_origin_remove(dfd, name));
+}
+
+/* A bad redirect (attr) of dfd/name removed. A directory is made opaque
+ * first, by the mark of attr's namespace: where its lower layers were
+ * cannot be read from the damaged record, so it shows its own entries
+ * only (and nothing of a lower directory it was never moved from); the
+ * branches below keep theirs. A crash between leaves it still bad. */
+static int drop_redirect(int dfd, const char *name, const char *attr, bool dir)
+{
+	const char *opq = !strncmp(attr, "user.", 5) ? SFS_OVL_USER_OPAQUE_XATTR
+						     : SFS_OVL_OPAQUE_XATTR;
+	int ret = dir ? sfs_xattr_set(dfd, name, opq, "y", 1, 0) : 0;
+
+	if (ret == 0)
+		ret = remove_xattr(dfd, name, attr);
+	if (ret == 0 && dir)
+		ret = sfs_meta_fsync_dir(dfd);
+	return ret;
 }
 
 /* The xattrs of a real entry: opaque markers, redirects, origin. */
@@ -230,11 +244,14 @@ static void check_xattrs(struct fsck *f, int dfd, const char *name, const char *
 			sfs_fsck_msg(f, true, "%s: %s: %s", path, rdr[i], strerror((int)-n));
 			continue;
 		}
-		if (mc && n > 0 && i == 1) /* overlay.redirect: where its data is */
+		if (mc && i == 1) /* overlay.redirect: where its data is (checked there) */
 			continue;
-		if (n == -ERANGE || !S_ISDIR(st->st_mode) || !redirect_ok(buf))
-			sfs_fsck_found(f, SFS_PR_REDIRECT_BAD, false, path, "%s%s", rdr[i],
-				       S_ISDIR(st->st_mode) ? "" : " on a non-directory");
+		if (n != -ERANGE && S_ISDIR(st->st_mode) && sfs_redirect_ok(buf, (size_t)n))
+			continue;
+		p = sfs_fsck_found(f, SFS_PR_REDIRECT_BAD, true, path, "%s%s", rdr[i],
+				   S_ISDIR(st->st_mode) ? "" : " on a non-directory");
+		if (p)
+			sfs_fsck_done(f, p, drop_redirect(dfd, name, rdr[i], S_ISDIR(st->st_mode)));
 	}
 	if (!S_ISDIR(st->st_mode))
 		check_origin(f, dfd, name, path, mc);
@@ -397,6 +414,13 @@ static void check_entry(struct fsck *f, const struct dir *d, const char *name,
 			sfs_fsck_msg(f, true, "%s: %s", path, strerror(-ret));
 	} else if (sfs_wh_reserved_name(name)) {
 		check_aufs_name(f, d, name, path, &st);
+	} else if (sfs_wh_is_chr_whiteout(&st) && (ret = sfs_wh_device_mark(dfd, name)) < 0) {
+		/* the marker exists only on a real device: written again */
+		p = ret == -EUCLEAN ? sfs_fsck_found(f, SFS_PR_DEVICE_BAD, true, path, NULL) : NULL;
+		if (ret != -EUCLEAN)
+			sfs_fsck_msg(f, true, "%s: device marker: %s", path, strerror(-ret));
+		if (p)
+			sfs_fsck_done(f, p, sfs_wh_mark_device(dfd, name));
 	} else if (sfs_wh_is_dev_whiteout(dfd, name, &st)) {
 		if (sfs_fsck_lower_has(lf, name) != 0)
 			return;

@@ -84,6 +84,9 @@ static int jenvelope(const uint8_t *b, size_t len, size_t head, const char *magi
 		return jbad(err, errlen, what, "bad magic");
 	if (sfs_le_get32(b + len - 4) != sfs_crc32c(0, b, len - 4))
 		return jbad(err, errlen, what, "checksum mismatch");
+	/* below the first version is no version any stackfs wrote */
+	if (sfs_le_get32(b + 8) < JNL_VERSION)
+		return jbad(err, errlen, what, "format version 0");
 	if (sfs_le_get32(b + 8) != JNL_VERSION) {
 		snprintf(err, errlen, "%s has format version %u (this stackfs knows %u)", what,
 			 sfs_le_get32(b + 8), JNL_VERSION);
@@ -291,15 +294,17 @@ static int read_rec(int at_fd, const char *name, size_t max, uint8_t **buf, size
 
 	if (meta >= 0)
 		close(meta);
-	if (ret == -ENOTDIR && meta < 0)
-		ret = -ENOENT; /* no metadata directory: nothing pending here */
 	if (meta == -EPERM)
 		return meta; /* not trusted: never acted on (err says why) */
-	if (ret < 0 && ret != -ENOENT)
+	/* a .stackfs that is no directory may have held the record: damage,
+	 * never "nothing pending" (a marker judged stale would go) */
+	if (ret == -ENOTDIR && meta < 0)
+		snprintf(err, errlen, "%s is not a directory: corrupt", SFS_METADIR_NAME);
+	else if (ret < 0 && ret != -ENOENT)
 		snprintf(err, errlen, "%s/%s: %s", SFS_METADIR_NAME, name,
 			 ret == -EINVAL ? "not a regular file" :
 			 ret == -EFBIG ? "is corrupt (longer than its bounds allow)" : strerror(-ret));
-	return ret == -EINVAL || ret == -EFBIG ? -EUCLEAN : ret;
+	return ret == -EINVAL || ret == -EFBIG || ret == -ENOTDIR ? -EUCLEAN : ret;
 }
 
 int sfs_jnl_read(int at_fd, struct sfs_journal *j, char *err, size_t errlen)
@@ -378,6 +383,56 @@ int sfs_jmark_write(int at_fd, const struct sfs_jnl_mark *m, bool *made)
 	ret = write_rec(at_fd, SFS_META_COMMIT_FROM, buf, len, true, made);
 	free(buf);
 	return ret;
+}
+
+/* ------------------------------------------------------------ mend */
+
+/* A journal or marker whose one damaged byte the checksum finds is put
+ * back (whiteout/mend.c), so a commit a flipped byte stopped can still be
+ * recovered. Each candidate is parsed whole: a byte the checksum alone
+ * accepts is not enough. Records above this size are not tried (each
+ * of 256 values at each byte is a pass over the record). */
+#define MEND_MAX 2048u
+
+static bool jnl_whole(const uint8_t *buf, size_t len, void *arg)
+{
+	bool mark = *(const bool *)arg;
+	struct sfs_jnl_mark m;
+	struct sfs_journal j;
+	char err[8];
+
+	if (sfs_le_get32(buf + len - 4) != sfs_crc32c(0, buf, len - 4))
+		return false;
+	if (mark ? sfs_jmark_parse(buf, len, &m, err, sizeof(err))
+		 : sfs_jnl_parse(buf, len, &j, err, sizeof(err)))
+		return false;
+	if (mark)
+		sfs_jmark_free(&m);
+	else
+		sfs_jnl_free(&j);
+	return true;
+}
+
+int sfs_jnl_mend(int at_fd, bool mark, bool apply, size_t *at, uint8_t *was)
+{
+	const char *name = mark ? SFS_META_COMMIT_FROM : SFS_META_COMMIT;
+	char err[256];
+	uint8_t *buf;
+	size_t len;
+	int ret = read_rec(at_fd, name, mark ? MARK_FILE_MAX : JNL_FILE_MAX, &buf, &len,
+			   err, sizeof(err));
+
+	if (ret < 0)
+		return ret;
+	ret = len >= 8 && len <= MEND_MAX ? sfs_mend_byte(buf, len, jnl_whole, &mark, at, was)
+					  : 0;
+	if (ret == 1 && apply) {
+		int w = write_rec(at_fd, name, buf, len, false, NULL);
+
+		ret = w < 0 ? w : 1;
+	}
+	free(buf);
+	return ret == -1 ? 0 : ret; /* -1: two candidates, no mend */
 }
 
 int sfs_jnl_pending(int at_fd, char *err, size_t errlen)

@@ -87,6 +87,13 @@ int sfs_jmark_read(int at_fd, struct sfs_jnl_mark *m, char *err, size_t errlen);
 int sfs_jnl_write(int at_fd, const struct sfs_journal *j);
 int sfs_jmark_write(int at_fd, const struct sfs_jnl_mark *m, bool *made);
 
+/* Whether one changed byte makes the damaged journal (mark false) or
+ * marker of the branch whole (whiteout/mend.c): 1 (*at, *was: where,
+ * what it held; with apply, the file is so mended, crash-safe), 0 when
+ * no single byte does (or the record is too long to try), or -errno
+ * (reading it, or writing the mended file). */
+int sfs_jnl_mend(int at_fd, bool mark, bool apply, size_t *at, uint8_t *was);
+
 /* Whether a branch has an unfinished commit (a journal or a marker):
  * -EINPROGRESS with a one-line message saying what to run, else 0. */
 int sfs_jnl_pending(int at_fd, char *err, size_t errlen);

@@ -11,28 +11,31 @@
 #include "whiteout/whiteout.h"
 #include "xattr/xattr.h"
 
-/* The redirect a metacopy file names: a path the kernel wrote, at most
- * PATH_MAX bytes; anything longer is not one of its records. */
+/* The redirect a metacopy file names: a path the kernel wrote (at most
+ * PATH_MAX bytes, sfs_redirect_ok). One that is none (empty, longer, a
+ * NUL inside, "." or "a/b") is damage, never "at its own name": the
+ * data would be another file's. */
 static int read_redirect(int fd, char **out)
 {
 	char *v = malloc(4097);
 	ssize_t n = v ? sfs_xattr_get(fd, "", SFS_OVL_REDIRECT_XATTR, v, 4096) : -ENOMEM;
+	int ret = 0;
 
-	if (n == -ENODATA || n == -ENOTSUP || n == -ERANGE || n == 0) {
-		free(v);
-		return n == -ERANGE ? -EIO : 0;
+	if (n == -ENODATA || n == -ENOTSUP)
+		n = 0;
+	else if (n == -ERANGE)
+		ret = -EUCLEAN;
+	else if (n < 0)
+		ret = (int)n;
+	else if (!sfs_redirect_ok(v, (size_t)n))
+		ret = -EUCLEAN;
+	if (ret == 0 && n > 0) {
+		v[n] = '\0';
+		*out = v;
+		return 0;
 	}
-	if (n < 0) {
-		free(v);
-		return (int)n;
-	}
-	v[n] = '\0';
-	if (strlen(v) != (size_t)n) { /* a NUL inside: no path */
-		free(v);
-		return -EIO;
-	}
-	*out = v;
-	return 0;
+	free(v);
+	return ret;
 }
 
 /* Whether fd carries the mark name: 1, 0, or -errno. */
@@ -143,19 +146,21 @@ int sfs_metacopy_times_load(int fd, struct timespec t[2])
 	uint8_t v[MCT_SIZE + 1];
 	ssize_t n = sfs_xattr_get(fd, "", SFS_MCTIMES_XATTR, v, sizeof(v));
 
-	if (n == -ENOTSUP || n == -EPERM)
+	/* no checksum: the size, the version and each field validated (a
+	 * record of another version is no record this stackfs wrote) */
+	if (n == -ENOTSUP)
 		return -ENODATA;
 	if (n == -ERANGE)
-		return -EINVAL;
+		return -EUCLEAN;
 	if (n < 0)
 		return (int)n;
 	if (n != MCT_SIZE || v[0] != MCT_VERSION)
-		return -EINVAL;
+		return -EUCLEAN;
 	for (int i = 0; i < 2; i++) {
 		t[i].tv_sec = (time_t)(int64_t)sfs_le_get64(v + 1 + 12 * i);
 		t[i].tv_nsec = (long)sfs_le_get32(v + 9 + 12 * i);
 		if (t[i].tv_nsec >= 1000000000L)
-			return -EINVAL;
+			return -EUCLEAN;
 	}
 	return 0;
 }
@@ -173,6 +178,8 @@ int sfs_metacopy_times_follow(int fd)
 	struct stat st;
 	int ret = sfs_metacopy_times_load(fd, t);
 
+	/* the times just set are those to end with, whatever the record
+	 * held, damaged or not: they replace it */
 	if (ret == -ENODATA)
 		return 0;
 	if (fstat(fd, &st) < 0)

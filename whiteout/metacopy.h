@@ -30,8 +30,8 @@ struct sfs_metacopy {
 };
 
 /* Reads the marks of regular file fd (an O_PATH fd): 0 with *m (is false
- * for a file that is no metacopy, or on a filesystem without xattrs), or
- * -errno. */
+ * for a file that is no metacopy, or on a filesystem without xattrs),
+ * -EUCLEAN for a redirect that is no path (sfs_redirect_ok), or -errno. */
 int sfs_metacopy_read(int fd, struct sfs_metacopy *m);
 /* Whether entry name of directory dirfd may be a metacopy, asked by
  * name (one listxattrat, no open: for an entry a statx just found to be
@@ -58,8 +58,8 @@ int sfs_metacopy_clear(int fd);
  * signed seconds (8 bytes) and nanoseconds (4 bytes). */
 #define SFS_MCTIMES_XATTR "trusted.stackfs.mctimes"
 int sfs_metacopy_times_save(int fd, const struct timespec t[2]);
-/* 0 with t, -ENODATA when fd keeps none, -EINVAL for a record that is not
- * one (wrong size, version or nanoseconds), or -errno. */
+/* 0 with t, -ENODATA when fd keeps none, -EUCLEAN for a damaged record
+ * (wrong size, version or nanoseconds), or -errno. */
 int sfs_metacopy_times_load(int fd, struct timespec t[2]);
 /* Removes them (none kept is no error). */
 int sfs_metacopy_times_drop(int fd);

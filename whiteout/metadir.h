@@ -139,6 +139,10 @@ struct sfs_metaloc {
 	char *recorded;                /* a workdir given: the other one the
 					* root recorded, or NULL */
 	bool fresh;                    /* the workdir holds no .stackfs yet */
+	/* the root's record is damaged (no absolute path): with a workdir
+	 * given, it is passed over (fsck --repair writes it again) and the
+	 * mount refuses it; without, the open fails with -EUCLEAN */
+	bool record_damaged;
 };
 
 /* Where the metadata dir of the branch root_fd is: in the workdir given
@@ -147,8 +151,9 @@ struct sfs_metaloc {
  * the branch's mount, apart from the branch; its .stackfs, if any, must
  * be this branch's (the first branch of its registry); the branch must
  * have no .stackfs of its own. 0, or -errno with a message (l closed).
- * lenient: a record that leads nowhere is no record (0 always; a ro
- * branch, where only a commit's marker is looked for). */
+ * lenient: a record that leads nowhere is no record (0, but -EUCLEAN
+ * for a damaged record; a ro branch, where only a commit's marker is
+ * looked for). */
 int sfs_metaloc_open(int root_fd, const char *workdir, bool lenient, struct sfs_metaloc *l,
 		     char *err, size_t errlen);
 void sfs_metaloc_close(struct sfs_metaloc *l);

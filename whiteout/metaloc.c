@@ -175,10 +175,15 @@ static int locate(int root_fd, const char *workdir, struct sfs_metaloc *l, char 
 	char rec[PATH_MAX] = "";
 	int ret = read_record(root_fd, rec, sizeof(rec));
 
+	l->record_damaged = ret == -EUCLEAN;
+	if (ret == -EUCLEAN && workdir) {
+		rec[0] = '\0';
+		ret = 0;
+	}
 	if (ret < 0) {
 		snprintf(err, errlen, "its record of a workdir (%s) %s", SFS_WORKDIR_XATTR,
-			 ret == -EUCLEAN ? "is no absolute path: corrupt (setfattr -x drops "
-			 "it; a mount with workdir= writes it again)" : strerror(-ret));
+			 ret == -EUCLEAN ? "is no absolute path: corrupt (stackfs fsck "
+			 "--repair --workdir DIR writes it again)" : strerror(-ret));
 		return ret;
 	}
 	if (!workdir && !ret)
@@ -211,8 +216,8 @@ int sfs_metaloc_open(int root_fd, const char *workdir, bool lenient, struct sfs_
 	if (ret < 0)
 		sfs_metaloc_close(l);
 	/* only a commit's marker is looked for: no record that leads to it
-	 * is no marker */
-	return lenient ? 0 : ret;
+	 * is no marker; but a damaged record may have led to one */
+	return lenient && ret != -EUCLEAN ? 0 : ret;
 }
 
 int sfs_metaloc_record(const struct sfs_metaloc *l, int root_fd)

@@ -80,6 +80,13 @@ int sfs_lowers_parse(const char *buf, size_t len, struct sfs_lower **out,
 		n++;
 		pos = end + 1;
 	}
+	/* a mount writes at least its own branch: nothing is a file cut short */
+	if (!n) {
+		snprintf(err, errlen, "%s/%s: empty (truncated)", SFS_METADIR_NAME,
+			 SFS_META_LOWERS);
+		ret = -EUCLEAN;
+		goto out;
+	}
 	*out = v;
 	*nout = n;
 	v = NULL;
@@ -97,8 +104,9 @@ int sfs_meta_read_lowers(int dir_fd, struct sfs_lower **v, size_t *n,
 
 	if (ret) {
 		snprintf(err, errlen, "%s/%s: %s", SFS_METADIR_NAME, SFS_META_LOWERS,
-			 strerror(-ret));
-		return ret;
+			 ret == -EINVAL ? "not a regular file: corrupt" :
+			 ret == -EFBIG ? "larger than any list of branches: corrupt" : strerror(-ret));
+		return ret == -EINVAL || ret == -EFBIG ? -EUCLEAN : ret;
 	}
 	ret = sfs_lowers_parse((const char *)buf, len, v, n, err, errlen);
 	free(buf);

@@ -72,13 +72,16 @@ static int keep_index_entry(int fd, int new_idx, const char *name)
 	struct sfs_origin o;
 	struct stat st;
 	char p[32];
+	int ret;
 
 	if (fstat(fd, &st) < 0 || S_ISDIR(st.st_mode))
 		return 0;
 	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
 	if (sfs_do_linkat(AT_FDCWD, p, new_idx, name, AT_SYMLINK_FOLLOW) < 0)
 		return -errno;
-	if (sfs_origin_get(new_idx, name, &o) == 1)
+	/* a damaged record is kept too: fsck reports it, never drops it */
+	ret = sfs_origin_get(new_idx, name, &o);
+	if (ret == 1 || ret == -EUCLEAN)
 		return 0;
 	return sfs_do_unlinkat(new_idx, name, 0) < 0 ? -errno : 0;
 }

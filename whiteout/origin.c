@@ -52,9 +52,12 @@ int sfs_origin_decode(const void *buf, size_t len, struct sfs_origin *o)
 		o->ino = sfs_le_get64(b + 16);
 		return 1;
 	}
-	if (b[0] != SFS_ORIGIN_VERSION)
-		return b[0] == 0 ? -EUCLEAN : 0;
-	if (len < ORIGIN_FIXED + 4)
+	/* a later version keeps the checksum in the last four bytes: only
+	 * a whole record is newer, a broken one is damage */
+	if (b[0] > SFS_ORIGIN_VERSION)
+		return len >= 8 && sfs_le_get32(b + len - 4) == sfs_crc32c(0, b, len - 4) ?
+			0 : -EUCLEAN;
+	if (b[0] != SFS_ORIGIN_VERSION || len < ORIGIN_FIXED + 4)
 		return -EUCLEAN;
 	hb = sfs_le_get16(b + 2);
 	if (b[1] || hb > SFS_ORIGIN_HANDLE_MAX || len != ORIGIN_FIXED + hb + 4u)
@@ -94,6 +97,29 @@ int sfs_origin_get(int dirfd, const char *name, struct sfs_origin *o)
 	if (n < 0)
 		return (int)n;
 	return sfs_origin_decode(buf, (size_t)n, o);
+}
+
+static bool origin_whole(const uint8_t *buf, size_t len, void *arg)
+{
+	struct sfs_origin o;
+
+	(void)arg;
+	return sfs_origin_decode(buf, len, &o) == 1 && o.version == SFS_ORIGIN_VERSION;
+}
+
+int sfs_origin_mend(int dirfd, const char *name, bool apply, size_t *at, uint8_t *was)
+{
+	uint8_t buf[SFS_ORIGIN_MAX + 1];
+	ssize_t n = sfs_xattr_get(dirfd, name, SFS_ORIGIN_XATTR, buf, sizeof(buf));
+	int ret;
+
+	if (n < 0)
+		return (int)n;
+	ret = sfs_mend_byte(buf, (size_t)n, origin_whole, NULL, at, was);
+	if (ret != 1 || !apply)
+		return ret == 1;
+	ret = sfs_xattr_set(dirfd, name, SFS_ORIGIN_XATTR, buf, (size_t)n, 0);
+	return ret < 0 ? ret : 1;
 }
 
 int sfs_origin_remove(int dirfd, const char *name)

@@ -20,6 +20,7 @@
 #ifndef SFS_ORIGIN_H
 #define SFS_ORIGIN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,7 +46,8 @@ struct sfs_origin {
  * 0 or -errno (-EINVAL if handle_bytes is too large). */
 int sfs_origin_set(int dirfd, const char *name, const struct sfs_origin *o);
 /* Reads the record of dirfd/name (not followed): 1 valid (filled),
- * 0 none or of an unknown version, -EUCLEAN corrupt, or -errno. */
+ * 0 none or a whole record of a later version (its checksum holds),
+ * -EUCLEAN damaged, or -errno. */
 int sfs_origin_get(int dirfd, const char *name, struct sfs_origin *o);
 /* Fills *o from the lower entry dirfd/name (not followed; name "" for
  * dirfd itself): its file handle and st_ino, with the given filesystem
@@ -58,12 +60,17 @@ int sfs_origin_of(int dirfd, const char *name, const uint8_t fs_uuid[16],
  * reuses the number has another generation in its handle), or -errno.
  * No open_by_handle_at: one name_to_handle_at. */
 int sfs_origin_names(const struct sfs_origin *o, int dirfd, const char *name);
+/* Whether one changed byte makes the damaged record of dirfd/name whole
+ * (whiteout/mend.c): 1 (*at, *was: where, what it held), 0 when no
+ * single byte does, or -errno; with apply, the record is so mended. */
+int sfs_origin_mend(int dirfd, const char *name, bool apply, size_t *at, uint8_t *was);
 /* Removes the record: 0 (also when there was none) or -errno. */
 int sfs_origin_remove(int dirfd, const char *name);
 
 /* The byte format, for tools and tests: encode returns the length
- * (<= SFS_ORIGIN_MAX) or -EINVAL; decode returns 1, 0 (unknown version)
- * or -EUCLEAN. */
+ * (<= SFS_ORIGIN_MAX) or -EINVAL; decode returns 1, 0 (a later version,
+ * whole: a version above 2 keeps its CRC32C in its last four bytes) or
+ * -EUCLEAN. */
 int sfs_origin_encode(const struct sfs_origin *o, uint8_t *buf, size_t len);
 int sfs_origin_decode(const void *buf, size_t len, struct sfs_origin *o);
 

@@ -84,6 +84,10 @@ static const struct sfs_problem_desc table[SFS_PR_COUNT] = {
 	/* other files */
 	PR(LOWERS_BAD, "the list of branches of the last mount (lowers) cannot be read", 1,
 	   "remove it (the next mount writes it again)"),
+	PR(WORKDIR_CORRUPT, "the root's record of the workdir holding its metadata is damaged "
+	   "(no absolute path)", 1,
+	   "with --workdir DIR (where the metadata is): write DIR as the record; without it "
+	   "nothing else can be checked"),
 	PR(XNAMES_BAD, "the names kept for NFS file handles (exportnames) cannot be read", 1,
 	   "remove it (handles of files the kernel no longer caches answer ESTALE)"),
 	PR(LOCK_BAD, "the lock file is not a regular file", 0,
@@ -101,8 +105,9 @@ static const struct sfs_problem_desc table[SFS_PR_COUNT] = {
 	PR(INDEX_STALE, "an index entry is the copy of a lower inode that no longer exists (its number may be reused)", 1,
 	   "remove the index name (a name the copy was placed under keeps its data; no lower name shows it)"),
 	/* the tree */
-	PR(ORIGIN_CORRUPT, "an origin record cannot be parsed", 1,
-	   "remove the record (the entry keeps its data; its inode number may change)"),
+	PR(ORIGIN_CORRUPT, "an origin record is damaged (its checksum or its fields)", 1,
+	   "put back the one byte the checksum finds; else remove the record (the entry "
+	   "keeps its data; its inode number may change), but not an index entry's"),
 	PR(ORIGIN_DANGLING, "an origin record points to a lower inode that no longer exists", 1,
 	   "remove the record (its inode number could be reused by a new lower file)"),
 	PR(WH_NOTHING, "a whiteout hides nothing in the lower branches", 1,
@@ -125,8 +130,11 @@ static const struct sfs_problem_desc table[SFS_PR_COUNT] = {
 	   "replace it with an empty file (the directory stays opaque)"),
 	PR(OPQ_MARKER_DATA, "an opaque marker .wh..wh..opq is not empty", 0,
 	   "none: it holds data; the directory is treated as opaque, so check it by hand"),
-	PR(REDIRECT_BAD, "a redirect record is not a valid path", 0,
-	   "none: removing it would change what the directory shows"),
+	PR(REDIRECT_BAD, "a redirect record is not a valid path (or is on a non-directory)", 1,
+	   "remove it; a directory is made opaque first (it shows its own entries only: "
+	   "where its lower ones were cannot be read from the record); a metacopy's is left"),
+	PR(DEVICE_BAD, "the marker of a real 0:0 character device is damaged", 1,
+	   "write it again (only a device made as one carries it; a whiteout never does)"),
 	PR(METACOPY_NO_DATA, "a metacopy file's data is not below any more (reads of it fail "
 	   "with EIO)", 0,
 	   "none: put the lower file back (or the branches in their order), or remove the "
@@ -140,6 +148,9 @@ static const struct sfs_problem_desc table[SFS_PR_COUNT] = {
 	PR(NESTED_META, "a stackfs metadata directory is below the branch root (a nested branch?)", 0,
 	   "none: it is visible in the union; remove it by hand if it is not a branch"),
 	/* stackfs commit */
+	PR(COMMIT_CORRUPT, "an unfinished commit's journal or marker is damaged", 1,
+	   "put back the one byte the checksum finds, then recover the commit; else none: "
+	   "the commit cannot be recovered without it"),
 	PR(COMMIT_UNFINISHED, "a stackfs commit from or into this branch was interrupted (its journal is left)", 1,
 	   "finish it from the journal: before the lower branch is complete, put every moved lower directory back (the union shows what it showed before); after, empty the rw branch; then remove the journal and the marker"),
 	PR(COMMIT_MARKER_STALE, "a marker of a commit into this branch names a rw branch that has no journal for it", 1,

@@ -14,7 +14,23 @@
 #include "whiteout/whiteout.h"
 #include "xattr/xattr.h"
 
-/* errno is kept: callers test it after a readdir loop. */
+int sfs_wh_device_mark(int fd, const char *ent)
+{
+	char v[2];
+	ssize_t n = sfs_xattr_get(fd, ent, SFS_DEVICE_XATTR, v, sizeof(v));
+
+	if (n == -ENODATA || n == -ENOTSUP)
+		return 0;
+	if (n == -ERANGE)
+		return -EUCLEAN;
+	if (n < 0)
+		return (int)n;
+	return n == 1 && v[0] == 'y' ? 1 : -EUCLEAN;
+}
+
+/* errno is kept: callers test it after a readdir loop. A marker that is
+ * damaged or cannot be read makes no whiteout: the name shows, and its
+ * lookup says why (union/resolve.c). */
 bool sfs_wh_is_dev_whiteout(int fd, const char *ent, const struct stat *st)
 {
 	int saved = errno;
@@ -22,7 +38,7 @@ bool sfs_wh_is_dev_whiteout(int fd, const char *ent, const struct stat *st)
 
 	if (!sfs_wh_is_chr_whiteout(st))
 		return false;
-	wh = sfs_xattr_get(fd, ent, SFS_DEVICE_XATTR, NULL, 0) < 0;
+	wh = sfs_wh_device_mark(fd, ent) == 0;
 	errno = saved;
 	return wh;
 }

@@ -44,10 +44,14 @@ static inline bool sfs_wh_is_chr_whiteout(const struct stat *st)
 /* The marker of a real character device 0:0 (made through a view with
  * -o whiteout=wh, or copied from one): never a whiteout. */
 #define SFS_DEVICE_XATTR sfs_rec_name(SFS_REC_DEVICE)   /* or user.stackfs.device */
+/* The device marker of fd/ent (ent "" for fd itself): 1 (value "y"), 0
+ * none, -EUCLEAN damaged (any other value), or -errno. */
+int sfs_wh_device_mark(int fd, const char *ent);
 /* Whether entry `ent` of directory fd (fd itself when ent is "", an
  * O_PATH fd), whose stat is st, is an overlayfs whiteout: a 0:0
  * character device without the device marker. The marker is read only
- * for a 0:0 device; one that cannot be read is no marker. */
+ * for a 0:0 device; one damaged or that cannot be read makes no
+ * whiteout (a lookup answers its error). */
 bool sfs_wh_is_dev_whiteout(int fd, const char *ent, const struct stat *st);
 /* Marks the 0:0 character device fd/ent as a real device. */
 int sfs_wh_mark_device(int fd, const char *ent);
@@ -86,7 +90,12 @@ struct sfs_dirmark {
 	bool xwhiteouts;          /* marked to hold xattr whiteouts, as
 				   * sfs_wh_dir_has_xwhiteouts answers */
 };
+/* 0 with *m, -EUCLEAN for a redirect that is no valid one
+ * (sfs_redirect_ok), or -errno. */
 int sfs_dirmark_read(int dirfd, struct sfs_dirmark *m);
+/* Whether the n bytes of v are a redirect overlayfs or stackfs writes:
+ * "/a/b" (components, none empty, "." or "..") or one such name. */
+bool sfs_redirect_ok(const char *v, size_t n);
 /* Whether a root process follows user.overlay.redirect too (a mount
  * given userxattr); one whose records are user.* always does. Set once,
  * before any branch is read. */
