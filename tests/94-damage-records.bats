@@ -313,7 +313,8 @@ report() {
 		if [[ $pos == empty ]]; then
 			: >"$UP/.stackfs/lowers"
 		else
-			hex_flip "$good" "$pos" | xxd -r -p >"$UP/.stackfs/lowers"
+			fmt_py 'open(sys.argv[2], "wb").write(bytes.fromhex(sys.argv[1]))' \
+				"$(hex_flip "$good" "$pos")" "$UP/.stackfs/lowers"
 		fi
 		damaged LOWERS_BAD
 		run "$SFS" diff "$UP"
