@@ -353,6 +353,7 @@ killed_commit() {
 
 @test "64 bytes of an unfinished commit's journal and of its marker flipped: COMMIT_CORRUPT at that byte, refused; mended and recovered" {
 	local what bad=() pos n=0 rec dir size k out
+	fi_require_plain_build
 	cc_template wh
 	killed_commit
 	for rec in commit commit-from; do

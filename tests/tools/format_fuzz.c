@@ -284,7 +284,8 @@ static size_t make_origin(uint8_t *buf, size_t cap)
 
 static size_t make_lowers(uint8_t *buf, size_t cap)
 {
-	size_t len = 0, n = rndn(4);
+	/* a mount writes at least its own branch (an empty file is damage) */
+	size_t len = 0, n = 1 + rndn(4);
 	static const char chars[] = "abc/\\\n .";
 
 	for (size_t i = 0; i < n && len + 64 < cap; i++) {
