@@ -198,9 +198,12 @@ change_view() {
 	[[ -e $MNT/f ]] || fail "f is gone"
 	cu_umount
 	[[ $(record_of "$UP") == "$T/wd.moved" ]] || fail "the record is '$(record_of "$UP")'"
-	# a record that is no absolute path: refused, saying how to drop it
+	# a record that is no absolute path: damage, refused, saying how to
+	# write it again (94-damage-records walks its bytes)
 	setfattr -n trusted.stackfs.workdir -v not/absolute "$UP"
-	refused_mount "trusted.stackfs.workdir" "corrupt" "setfattr -x" -- "$UP:$LO" "$MNT"
+	refused_mount "trusted.stackfs.workdir" "corrupt" "fsck --repair --workdir" -- "$UP:$LO" "$MNT"
+	refused_mount "trusted.stackfs.workdir" "corrupt" "fsck --repair --workdir" -- \
+		-o "lowerdir=$LO,upperdir=$UP,workdir=$T/wd.moved" "$MNT"
 }
 
 @test "a workdir other than the recorded one starts afresh there, with a warning naming the old one" {
