@@ -144,13 +144,13 @@ static int metacopy_marks(struct res *r, int fd)
 	return 0;
 }
 
-/* An entry that does not count: an overlay whiteout (a 0:0 device, or
- * an xattr whiteout in a layer directory dl marked for them), or a
- * non-directory under a directory. */
+/* An entry that does not count: an overlay whiteout (a 0:0 device
+ * without the device marker, dev_wh; or an xattr whiteout in a layer
+ * directory dl marked for them), or a non-directory under a directory. */
 static bool stops(const struct sfs_uentry *e, const struct sfs_ulayer *dl, int fd,
-		  const struct stat *st)
+		  const struct stat *st, bool dev_wh)
 {
-	return sfs_wh_is_dev_whiteout(fd, "", st) || (e->n > 0 && !S_ISDIR(st->st_mode)) ||
+	return dev_wh || (e->n > 0 && !S_ISDIR(st->st_mode)) ||
 	       (S_ISREG(st->st_mode) && st->st_size == 0 && sfs_u_dir_xwhiteouts(dl->fd, dl->xwh) &&
 		sfs_wh_is_xwhiteout(fd, "", st));
 }
@@ -188,7 +188,7 @@ static int look(struct res *r, const struct sfs_ulayer *dl, const char *name, bo
 {
 	const struct sfs_uview *v = r->v;
 	struct stat st;
-	int fd, ret;
+	int fd, ret, mark;
 
 	if (!may_hold(r, dl, name))
 		return below; /* as when neither opens */
@@ -206,12 +206,14 @@ static int look(struct res *r, const struct sfs_ulayer *dl, const char *name, bo
 		return fd;
 	}
 	ret = sfs_do_fstat(fd, &st);
-	/* a 0:0 device whose marker is damaged: neither whiteout nor device */
-	if (ret == 0 && sfs_wh_is_chr_whiteout(&st) && (ret = sfs_wh_device_mark(fd, "")) > 0)
-		ret = 0;
+	/* the device marker read once: none is a whiteout; a damaged one is
+	 * neither whiteout nor device (its error) */
+	mark = ret == 0 && sfs_wh_is_chr_whiteout(&st) ? sfs_wh_device_mark(fd, "") : 1;
+	if (mark < 0)
+		ret = mark;
 	if (ret == 0 && v->met)
 		ret = v->met(v->arg, dl, fd, &st, name, 0);
-	if (ret < 0 || stops(r->e, dl, fd, &st)) {
+	if (ret < 0 || stops(r->e, dl, fd, &st, mark == 0)) {
 		close(fd);
 		return ret < 0 ? ret : 0;
 	}
