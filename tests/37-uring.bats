@@ -49,6 +49,16 @@ teardown() {
 # until the daemon has answered INIT (which any request waits for): that
 # is when it reads them
 URING_LOCK=/tmp/stackfs-uring-param.lock
+
+# uring_on: enable_uring is on, read under the same lock (the other run
+# may have it off for a moment: a test here failed so, reading it bare)
+uring_on() {
+	(
+		exec 9>"$URING_LOCK"
+		flock 9
+		[[ $(cat "$URING_PARAM") == Y ]]
+	)
+}
 uring_mount() {
 	(
 		exec 9>"$URING_LOCK"
@@ -105,7 +115,7 @@ traffic() {
 }
 
 @test "io_uring: requests and replies of every size go through the rings; the data is the branch's" {
-	[[ $(cat "$URING_PARAM") == Y ]] || fail "enable_uring is off"
+	uring_on || fail "enable_uring is off"
 	uring_mount nopassthrough,uring
 	run -0 sfs_status_of uring
 	assert_output on
@@ -116,7 +126,7 @@ traffic() {
 }
 
 @test "io_uring: with passthrough, open replies carry their backing file through the ring" {
-	[[ $(cat "$URING_PARAM") == Y ]] || fail "enable_uring is off"
+	uring_on || fail "enable_uring is off"
 	uring_mount uring
 	run -0 sfs_status_of uring
 	assert_output on
@@ -144,7 +154,7 @@ traffic() {
 @test "io_uring: -o uring where the fuse module refuses it serves through /dev/fuse and says why" {
 	# the INIT offer is what the daemon sees: off for this mount alone
 	[[ -w $URING_PARAM ]] || skip "the module's setting is not writable here"
-	grep -q Y "$URING_PARAM" || fail "enable_uring is off"
+	uring_on || fail "enable_uring is off"
 	log=$BATS_TEST_TMPDIR/log
 	(
 		exec 9>"$URING_LOCK"
@@ -168,7 +178,7 @@ traffic() {
 }
 
 @test "io_uring: many processes on one CPU share its queue's entries; none waits for another's reply" {
-	[[ $(cat "$URING_PARAM") == Y ]] || fail "enable_uring is off"
+	uring_on || fail "enable_uring is off"
 	uring_mount nopassthrough,uring
 	for ((p = 0; p < 8; p++)); do
 		taskset -c 0 bash -c '
@@ -191,7 +201,7 @@ traffic() {
 }
 
 @test "io_uring: a daemon killed while its rings serve leaves a dead mount that unmounts; a clean unmount ends the daemon" {
-	[[ $(cat "$URING_PARAM") == Y ]] || fail "enable_uring is off"
+	uring_on || fail "enable_uring is off"
 	uring_mount nopassthrough,uring
 	pid=$(sfs_daemon_pid "$MNT")
 	(for ((i = 0; ; i++)); do stat "$MNT/many/entry-with-a-longish-name-$((i % 2000))" >/dev/null 2>&1 || exit 0; done) &
@@ -214,7 +224,7 @@ traffic() {
 }
 
 @test "regression: io_uring: the daemon stopped and continued, then traced, keeps every entry; no request fails" {
-	[[ $(cat "$URING_PARAM") == Y ]] || fail "enable_uring is off"
+	uring_on || fail "enable_uring is off"
 	sfs_require_cmd strace
 	log=$BATS_TEST_TMPDIR/log
 	uring_mount "nopassthrough,uring,log=$log"
@@ -246,7 +256,7 @@ traffic() {
 }
 
 @test "regression: -o uring where io_uring cannot be set up (kernel.io_uring_disabled) serves through /dev/fuse at once and says why" {
-	[[ $(cat "$URING_PARAM") == Y ]] || fail "enable_uring is off"
+	uring_on || fail "enable_uring is off"
 	[[ -w /proc/sys/kernel/io_uring_disabled ]] || skip "no kernel.io_uring_disabled here"
 	log=$BATS_TEST_TMPDIR/log
 	(
