@@ -14,7 +14,7 @@ set -euo pipefail
 # archive priority is required, but dpkg records the .deb's "important",
 # which tests/01-deps.bats read as not provided on a fresh chroot)
 run_pkgs=(
-	build-essential pkg-config libfuse3-dev fuse3 libattr1-dev libacl1-dev
+	build-essential binutils pkg-config libfuse3-dev fuse3 libattr1-dev libacl1-dev
 	liburing-dev
 	util-linux mount kmod apt
 )

@@ -12,9 +12,9 @@
 
 #include "common/bio.h"
 #include "common/escape.h"
-#include "stackfs/dirahead.h"
-#include "stackfs/listings.h"
-#include "stackfs/ops.h"
+#include "stackfs/listing/dirahead.h"
+#include "stackfs/listing/listings.h"
+#include "stackfs/ops/ops.h"
 #include "common/runtime.h"
 #include "xattr/records.h"
 
@@ -230,6 +230,9 @@ static int run(struct fuse_args *args, struct sfs_opts *o)
 	umask(0); /* modes arrive with the caller's umask applied */
 	sfs_raise_nofile();
 	sfs_fdcache_init();
+	/* what the parts above the node table keep per node follows it */
+	sfs_nodes_hook(&sfs_cohino_hooks);
+	sfs_nodes_hook(&sfs_listings_hooks);
 	if (sfs_nodes_init() < 0 || root_init(sfs_m.snap) < 0) {
 		sfs_errmsg("%s", strerror(ENOMEM));
 		ret = 1;
@@ -258,8 +261,11 @@ static int run(struct fuse_args *args, struct sfs_opts *o)
 		sfs_xnames_load(sfs_m.snap);
 	if (!ret && fuse_set_signal_handlers(se) == 0) {
 		ret = serve(se, o);
-		if (sfs_export)
+		if (sfs_export) {
+			/* the names of the nodes still cached, then all of them kept */
+			sfs_nodes_remember();
 			sfs_xnames_save(sfs_m.snap);
+		}
 		fuse_remove_signal_handlers(se);
 		fuse_session_unmount(se);
 	}

@@ -13,8 +13,8 @@
 #include <time.h>
 
 #include "common/bio.h"
-#include "stackfs/branch.h"
-#include "stackfs/dirlist.h"
+#include "stackfs/branches/branch.h"
+#include "stackfs/listing/dirlist.h"
 #include "union/copy.h"
 
 /* ---- opts.c: mount options ------------------------------------------ */
@@ -205,6 +205,15 @@ int sfs_nodes_at(const struct sfs_node_name *want, size_t n, struct sfs_node **f
 /* Records a rename: the node now lives at parent/name. */
 int sfs_node_move(struct sfs_node *n, struct sfs_node *parent, const char *name);
 
+/* What a part above the node table hears of each node: its stack
+ * installed (under the node's lock) and its end (no reference left).
+ * Hooks are added before the mount serves (main.c), at most 4; a NULL
+ * member is not called. */
+struct sfs_node_hooks {
+	void (*stack_set)(const struct sfs_node *n, const struct sfs_stack *st);
+	void (*freed)(const struct sfs_node *n);
+};
+int sfs_nodes_hook(const struct sfs_node_hooks *h);
 /* Namespace locks: a mutex per directory node (striped), held by every
  * change of what a name of the directory shows (create, mkdir, mknod,
  * symlink, link, unlink, rmdir, rename) and by a copy-up while it checks
@@ -365,6 +374,10 @@ int sfs_index_open(const struct sfs_snap *s, uint64_t dev, uint64_t ino);
  * file was replaced offline by one that reuses its number) is stale and
  * not used (-ENOENT). */
 int sfs_index_open_of(const struct sfs_snap *s, int lower_fd, const struct stat *lst);
+/* 1 when index entry dfd/name, open as fd, is the copy of the lower entry
+ * lower_fd (its type, and its origin record names it or it has none); 0
+ * when stale. */
+int sfs_index_is_copy_of(int dfd, const char *name, int fd, int lower_fd);
 /* Links a staged copy (fd, O_PATH) of the lower entry lower_fd (stat
  * lst) into the index, replacing a stale entry of that name. */
 int sfs_index_link(const struct sfs_snap *s, int lower_fd, const struct stat *lst,
@@ -543,8 +556,9 @@ bool sfs_stats_is_answer(int err);
  * logged with op, the handler's name. sfs_reply_err names the caller. */
 int sfs_reply_err_op(fuse_req_t req, int err, const char *op);
 #define sfs_reply_err(req, err) sfs_reply_err_op(req, err, __func__)
-/* The counters as "key\tvalue" lines. Length or -ENOSPC. */
-int sfs_stats_format(char *buf, size_t len);
+/* The counters as "key\tvalue" lines, with the node fds held and their
+ * budget (0: none), which the node table counts. Length or -ENOSPC. */
+int sfs_stats_format(char *buf, size_t len, uint64_t node_fds, unsigned fd_budget);
 
 /* ---- log.c ------------------------------------------------------------ */
 void sfs_log(int level, const char *fmt, ...)
@@ -665,6 +679,9 @@ int sfs_sync_changed(int fd);
  * its branch (its directories up to the root, the index). Nothing with
  * sync=volatile. */
 int sfs_sync_view(struct sfs_node *n, int fd, bool datasync);
+/* ---- branch_sync.c: a rw branch's volatile flag ---------------------- */
+/* syncfs of the filesystem of directory dirfd (O_PATH too). */
+int sfs_syncfs_dir(int dirfd);
 /* At mount and branch add, before anything is written: -EUCLEAN with a
  * message when the branch (its metadata dir beneath at_fd: the root or
  * a workdir) was left by a volatile mount that did not end cleanly,
@@ -740,61 +757,6 @@ int sfs_branches_change(const struct sfs_change *c, bool force, char *err, size_
  * inode's attributes and pages). */
 void sfs_invalidate_all(bool inodes);
 
-/* ---- coherent.c: -o coherent, the read-only branches watched ---------- */
-/* An event of a watched branch: a directory of it and a name in it
- * (NULL: the directory itself changed). */
-struct sfs_coh_ev {
-	uint32_t mask;            /* FAN_* (IN_* by inotify: the same bits) */
-	int dirfd;                /* O_PATH */
-	char *name;
-};
-struct sfs_coh_stats {
-	atomic_uint_fast64_t events;
-	atomic_uint_fast64_t notifications;
-	atomic_uint_fast64_t overflows;
-};
-extern struct sfs_coh_stats sfs_coh_stats;
-/* At mount, before the session is mounted: the watch set up on the
- * read-only branches of s, or -errno with the reason in err (the mount
- * is refused: -o coherent never falls back silently). */
-int sfs_coherent_open(const struct sfs_snap *s, char *err, size_t len);
-/* After a branch change: the filesystems of s's read-only branches not
- * watched yet are (0 or -errno, err). Nothing when coherent is off. */
-int sfs_coherent_watch(const struct sfs_snap *s, char *err, size_t len);
-/* The watcher thread (after the daemon went to the background). */
-int sfs_coherent_start(void);
-void sfs_coherent_stop(void);
-bool sfs_coherent_on(void);
-/* How the branches are watched: "fanotify", "inotify" or "off". */
-const char *sfs_coherent_kind(void);
-
-/* ---- coherent_inotify.c: -o coherent by inotify (no CAP_SYS_ADMIN) ---- */
-/* On while the branches are watched by inotify: node.c then tells the
- * watch of each directory node's stack (one well-predicted branch; off
- * and with fanotify, nothing more). */
-extern bool sfs_coh_ino;
-/* The inotify instance made (0 or -errno); closed, with every watch. */
-int sfs_cohino_open(void);
-void sfs_cohino_close(void);
-int sfs_cohino_fd(void);
-/* Directory node n's read-only layers watched as those of st from now
- * on (the watches of its former stack given back); n freed. n's lock
- * held or n not yet shared; takes the module's lock, nothing else. */
-void sfs_cohino_set(const struct sfs_node *n, const struct sfs_stack *st);
-void sfs_cohino_drop(const struct sfs_node *n);
-/* The inotify events in buf into at most max events (dirfd and name
- * owned by the caller); *overflow set when events were lost. */
-size_t sfs_cohino_parse(const char *buf, size_t len, struct sfs_coh_ev *ev, size_t max,
-			bool *overflow);
-/* Watches held, and refused since the mount. */
-void sfs_cohino_counts(uint64_t *watches, uint64_t *refused);
-
-/* ---- coherent_apply.c: what a change below does to the view ---------- */
-/* A batch of events applied: the daemon's caches refreshed, the kernel
- * notified (no lock held). */
-void sfs_coh_apply(const struct sfs_coh_ev *ev, size_t n);
-/* Events were lost: everything the kernel caches dropped. */
-void sfs_coh_overflow(void);
-void sfs_coh_invalidate_all(void);
+#include "stackfs/coherent/coherent.h"
 
 #endif

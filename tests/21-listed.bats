@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# Entries a READDIRPLUS listing answers unopened (stackfs/lookup_listed.c,
+# Entries a READDIRPLUS listing answers unopened (stackfs/nodes/lookup_listed.c,
 # issue 20): a non-directory of a one-layer directory that the union's
 # rules can only show as it is gets its attributes from one statx, and
 # its node no fd until its first use, when its name is resolved again in
@@ -8,7 +8,7 @@
 # at; an entry replaced or removed in its branch meanwhile is looked up
 # again (ESTALE), never served as another inode; and every operation on
 # such a node works as on any other. The subdirectories of such a listing
-# are read ahead (stackfs/dirahead.c): in every layer, never through a
+# are read ahead (stackfs/listing/dirahead.c): in every layer, never through a
 # symlink or into a mount point, a bounded number of them.
 
 load helpers/common

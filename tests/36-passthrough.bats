@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# FUSE passthrough (stackfs/passthrough.c): reads, writes and mmap of a
+# FUSE passthrough (stackfs/transport/passthrough.c): reads, writes and mmap of a
 # file whose top layer is in a rw branch go from the kernel straight to
 # the branch file. The counter passthrough_opens of `stackfs status`
 # tells which opens passed through. Lower files never do (a copy-up must

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# FUSE over io_uring (stackfs/uring.c, the default): where the fuse module
+# FUSE over io_uring (stackfs/transport/uring.c, the default): where the fuse module
 # allows it (enable_uring; tests/run sets it for the suite), requests and
 # replies go through ring entries the daemon registers per CPU, not
 # read(2)/writev(2) of /dev/fuse.

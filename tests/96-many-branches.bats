@@ -134,7 +134,7 @@ idx_state() {
 }
 
 # A listing reads every layer anyway: it fills the directory's name
-# index on the way (stackfs/readdir.c), and the lookups of the entries
+# index on the way (stackfs/ops/readdir.c), and the lookups of the entries
 # it serves read no layer again (name_index_reads stays put).
 @test "a listing of a directory in 12 read-only branches fills its name index; the lookups after it resolve as through every layer" {
 	local spec reads

@@ -1,5 +1,5 @@
 /* fuzz_opts: fuzz target of the daemon's command-line parser
- * (sfs_opts_parse, stackfs/opts.c, on libfuse's fuse_opt_parse), whose
+ * (sfs_opts_parse, stackfs/options/opts.c, on libfuse's fuse_opt_parse), whose
  * source is included here. The input becomes an argv: "stackfsd" and the
  * input split at its NUL bytes. README.md in this directory says how to
  * run it.
@@ -31,11 +31,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "stackfs/opts.c"
-#include "stackfs/opts_branches.c"
-#include "stackfs/compat.c"
-#include "stackfs/idmap.c"
-#include "stackfs/mountflags.c"
+#include "stackfs/options/opts.c"
+#include "stackfs/options/opts_branches.c"
+#include "stackfs/options/compat.c"
+#include "stackfs/options/idmap.c"
+#include "stackfs/options/mountflags.c"
 #include "common/optlist.c"
 #include "common/foreign.c"
 #include "union/branch_spec.c"
