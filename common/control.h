@@ -1,6 +1,6 @@
 /* The control channel of a live mount: a Unix stream socket beside the
  * pid file, $SFS_RUNTIME_DIR/<major>:<minor>/ctl. The daemon owns the
- * protocol (stackfs/control.c serves it); cli/client.c is its only other
+ * protocol (stackfs/control/control.c serves it); cli/client.c is its only other
  * user.
  *
  * A request is its words, each ended by a NUL, then one more NUL:

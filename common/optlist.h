@@ -20,7 +20,7 @@ enum sfs_optkey {
 	SFS_OPTK_LOWERDIR, SFS_OPTK_UPPERDIR, SFS_OPTK_WORKDIR, SFS_OPTK_LOWERDIR_PLUS,
 	SFS_OPTK_BRANCHES_FILE,
 	SFS_OPTK_SUBTYPE, SFS_OPTK_FSNAME,
-	/* other union filesystems' options (stackfs/compat.c, idmap.c) */
+	/* other union filesystems' options (stackfs/options/compat.c, idmap.c) */
 	SFS_OPTK_NOTE,            /* accepted, a kernel tuning: a note is logged */
 	SFS_OPTK_FSYNC_NUM,       /* fuse-overlayfs's fsync=0|1 */
 	SFS_OPTK_WRITEBACK_NUM,   /* fuse-overlayfs's writeback=0|1 */

@@ -31,7 +31,7 @@ struct sfs_ch_branch {
 
 /* An entry of b[0]'s hard-link index (.stackfs/index/): the copy of a
  * lower file with several names, which every name of that lower file
- * shows (stackfs/index.c). Keyed by its origin record. */
+ * shows (stackfs/nodes/index.c). Keyed by its origin record. */
 struct sfs_ch_index {
 	uint8_t fs_uuid[16];           /* the lower file's filesystem */
 	uint64_t dev;                  /* or its st_dev (version 1 origin) */

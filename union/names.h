@@ -4,7 +4,7 @@
  * hold it, instead of two failed opens in every one (1,000 branches made
  * a lookup 2,000 system calls). A layer the index does not cover is
  * always looked at. The index is what the layers listed when it was
- * built: its user decides how long that stays true (stackfs/dirnames.c). */
+ * built: its user decides how long that stays true (stackfs/nodes/dirnames.c). */
 #ifndef SFS_UNION_NAMES_H
 #define SFS_UNION_NAMES_H
 

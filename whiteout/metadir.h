@@ -38,7 +38,7 @@
 /* header flag: a mount with -o sync=volatile is using the branch, or
  * one did and did not end cleanly (what it wrote may be lost or
  * partial after a power cut): a mount refuses the branch unless told
- * (stackfs/sync.c). A flag, not a file, so that a stackfs older than
+ * (stackfs/copyup/sync.c). A flag, not a file, so that a stackfs older than
  * it refuses the branch too (an unknown flag). */
 #define SFS_META_F_VOLATILE 0x2u
 /* header flag: the union's records in the branch's tree (origin,
