@@ -56,32 +56,6 @@ die() {
 
 [[ $(id -u) -eq 0 ]] || die "needs root (mmdebstrap in root mode, chroot, loop devices)"
 
-# The Debian mirror of this machine's apt sources (deb822 .sources
-# stanzas, then one-line .list entries) for bookworm; the default mirror
-# when none says bookworm.
-mirror() {
-	local f m
-	for f in /etc/apt/sources.list.d/*.sources; do
-		[[ -r $f ]] || continue
-		m=$(awk 'BEGIN { RS = ""; FS = "\n" }
-			{ uri = ""; suite = 0; deb = 0; off = 0
-			  for (i = 1; i <= NF; i++) {
-				if ($i ~ /^URIs:/) { split($i, a, " "); uri = a[2] }
-				if ($i ~ /^Suites:/ && $i ~ /[ \t]bookworm([ \t]|$)/) suite = 1
-				if ($i ~ /^Types:/ && $i ~ /[ \t]deb([ \t]|$)/) deb = 1
-				if ($i ~ /^Enabled:[ \t]*no/) off = 1
-			  }
-			  if (uri != "" && suite && deb && !off) { print uri; exit } }' "$f")
-		[[ -n $m ]] && { echo "$m"; return; }
-	done
-	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-		[[ -r $f ]] || continue
-		m=$(sed -nE 's/^deb +(\[[^]]*\] +)?([^ ]+) +bookworm( .*)?$/\2/p' "$f" | head -n1)
-		[[ -n $m ]] && { echo "$m"; return; }
-	done
-	echo http://deb.debian.org/debian
-}
-
 work=$(mktemp -d /var/tmp/stackfs-clean-room.XXXXXX) || die "mktemp failed"
 root=$work/root
 
@@ -118,7 +92,7 @@ if ! command -v mmdebstrap >/dev/null; then
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q mmdebstrap >/dev/null ||
 		die "cannot install mmdebstrap"
 fi
-url=$(mirror)
+url=$("$repo/scripts/mirror.sh")
 head=$(git -C "$repo" rev-parse HEAD) || die "$repo is not a git repository"
 exec > >(tee "$log") 2>&1
 echo "clean-room: bookworm minbase from $url into $root"

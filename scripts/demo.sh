@@ -2,12 +2,23 @@
 # Mounts a demo union of two example branches:
 #   demo/upper (rw)  over  demo/lower (ro)   at   demo/view
 # Re-running it remounts (keeping what was written to the view);
-# `scripts/demo.sh stop` unmounts.
+# `demo.sh stop` unmounts.
+#
+# In the source tree (scripts/demo.sh) it runs the build's stackfs and
+# keeps demo/ in the tree. Installed (the package's
+# /usr/share/doc/stackfs/examples/demo.sh) it runs the stackfs in PATH and
+# keeps the demo in $STACKFS_DEMO_DIR, by default ./stackfs-demo.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-d=$PWD/demo
-sfs=$PWD/build/stackfs
-
+here=$(cd "$(dirname "$0")" && pwd)
+if [[ -f $here/../GNUmakefile && -d $here/../stackfs ]]; then
+	d=$(dirname "$here")/demo
+	sfs=$(dirname "$here")/build/stackfs
+	[[ -x $sfs ]] || { echo "demo.sh: no $sfs: run make first" >&2; exit 1; }
+else
+	d=${STACKFS_DEMO_DIR:-$PWD/stackfs-demo}
+	sfs=$(command -v stackfs) || { echo "demo.sh: no stackfs command in PATH" >&2; exit 1; }
+fi
+me=$0
 if [[ ${1:-} == stop ]]; then
 	if findmnt -rn -M "$d/view" >/dev/null; then "$sfs" umount "$d/view"; fi
 	echo "demo unmounted"
@@ -30,5 +41,5 @@ stackfs demo mounted:
 Look at it:      ls -la $d/view; cat $d/view/etc/motd
 Write to it:     echo hi > $d/view/docs/new.txt   (lands in $d/upper/docs/)
 Delete:          rm $d/view/docs/readme.txt      (a whiteout in $d/upper/docs/)
-Unmount:         scripts/demo.sh stop   (or: build/stackfs umount $d/view)
+Unmount:         $me stop   (or: $sfs umount $d/view)
 MSG

@@ -3,7 +3,8 @@
 # root. Installs only what is missing.
 #
 #   scripts/deps.sh          what building and running stackfs need (the demo)
-#   scripts/deps.sh --test   that and what the test suite needs (tests/run)
+#   scripts/deps.sh --deb    that and what `make deb` needs (the Debian package)
+#   scripts/deps.sh --test   all that and what the test suite needs (tests/run)
 #   scripts/deps.sh --list [--test]   prints the package names, installs nothing
 #
 # tests/01-deps.bats checks that every command the suite and the scripts
@@ -18,6 +19,10 @@ run_pkgs=(
 	liburing-dev
 	util-linux mount kmod apt
 )
+# make deb: dpkg-buildpackage and dpkg-architecture (dpkg-dev, also in
+# build-essential), debhelper for debian/rules, lintian to check the .deb,
+# git to list the tree's files (make-deb.sh copies what git tracks)
+deb_pkgs=(dpkg-dev debhelper lintian git)
 # the suite: bats, the filesystems of its loop images, the probes' tools
 test_pkgs=(
 	bats bats-support bats-assert xfsprogs e2fsprogs acl attr coreutils
@@ -31,23 +36,27 @@ test_pkgs=(
 	# user's subordinate ids, as rootless podman does); podman only
 	# recommends uidmap, and recommends are not installed here
 	uidmap
+	# tests/03-package installs the .deb into a fresh bookworm root
+	mmdebstrap
 	# make fuzz: clang and its runtimes. libFuzzer (and clang's ASan) is in
 	# libclang-rt-N-dev, which clang only recommends; libclang-rt-dev
 	# follows the default clang version.
 	clang libclang-rt-dev
 )
-list=0 test=0
+list=0 test=0 deb=0
 for a in "$@"; do
 	case $a in
-	--test) test=1 ;;
+	--test) test=1 deb=1 ;;
+	--deb) deb=1 ;;
 	--list) list=1 ;;
 	*)
-		echo "usage: scripts/deps.sh [--test] [--list]" >&2
+		echo "usage: scripts/deps.sh [--deb] [--test] [--list]" >&2
 		exit 2
 		;;
 	esac
 done
 pkgs=("${run_pkgs[@]}")
+((deb)) && pkgs+=("${deb_pkgs[@]}")
 ((test)) && pkgs+=("${test_pkgs[@]}")
 if ((list)); then
 	printf '%s\n' "${pkgs[@]}"

@@ -57,10 +57,10 @@ complete_line() {
 	' complete_line "$COMPLETION" "$1" "$SFS_BUILD"
 }
 
-@test "stackfs.1 and stackfs.8 render with groff -ww without a warning" {
+@test "stackfs.1, stackfs.8 and mount.fuse.stackfs.8 render with groff -ww without a warning" {
 	sfs_require_cmd groff
 	local page err
-	for page in "$MAN1" "$MAN8"; do
+	for page in "$MAN1" "$MAN8" "$SFS_REPO/cli/man/mount.fuse.stackfs.8"; do
 		err=$(groff -man -Tutf8 -ww -z "$page" 2>&1) || fail "groff failed on $page: $err"
 		[[ -z $err ]] || fail "groff warns on $page: $err"
 	done
@@ -319,23 +319,30 @@ complete_line() {
 	[[ $output != *"$SFS_IMG"$'\n'* && $output != *"$SFS_IMG" ]] || fail "a non-stackfs mount is offered: $output"
 }
 
-@test "make install DESTDIR=... installs binaries, man pages and completion; make uninstall removes them" {
+@test "make install DESTDIR=... installs binaries, the mount helper, man pages, completion and the demo; make uninstall removes them" {
 	sfs_require_cmd make
 	local dest=$BATS_TEST_TMPDIR/i f
-	# -o all: install the binaries under test as they are, build nothing
-	run -0 make -C "$SFS_REPO" --no-print-directory -o all install DESTDIR="$dest" BUILD="$SFS_BUILD"
+	# -o programs: install the binaries under test as they are, build nothing
+	run -0 make -C "$SFS_REPO" --no-print-directory -o programs install DESTDIR="$dest" BUILD="$SFS_BUILD"
 	local files=(
 		usr/local/bin/stackfs
 		usr/local/lib/stackfs/stackfsd
 		usr/local/share/man/man1/stackfs.1
 		usr/local/share/man/man8/stackfs.8
 		usr/local/share/bash-completion/completions/stackfs
+		usr/local/sbin/mount.fuse.stackfs
+		usr/local/share/man/man8/mount.fuse.stackfs.8
+		usr/local/share/doc/stackfs/examples/demo.sh
 	)
 	for f in "${files[@]}"; do
 		[[ -f $dest/$f ]] || fail "not installed: $f ($(cd "$dest" && find . -type f))"
 	done
 	[[ -x $dest/usr/local/bin/stackfs && -x $dest/usr/local/lib/stackfs/stackfsd ]] || fail "binaries not executable"
 	[[ $(stat -c %a "$dest/usr/local/share/man/man1/stackfs.1") == 644 ]] || fail "man page mode"
+	# the mount helper runs this install's command, first in its PATH
+	[[ -x $dest/usr/local/sbin/mount.fuse.stackfs ]] || fail "mount helper not executable"
+	grep -qx 'PATH=/usr/local/bin:.*' "$dest/usr/local/sbin/mount.fuse.stackfs" ||
+		fail "mount helper's PATH: $(grep PATH= "$dest/usr/local/sbin/mount.fuse.stackfs")"
 	run -0 "$dest/usr/local/bin/stackfs" --version
 	assert_output --regexp '^stackfs [0-9]'
 	run -0 bash -c 'source "$1" && complete -p stackfs' _ "$dest/usr/local/share/bash-completion/completions/stackfs"
@@ -344,7 +351,7 @@ complete_line() {
 		assert_output --partial "STACKFS(8)"
 	fi
 	# another PREFIX: the man pages name the daemon where it is installed
-	run -0 make -C "$SFS_REPO" --no-print-directory -o all install DESTDIR="$dest" BUILD="$SFS_BUILD" PREFIX=/usr
+	run -0 make -C "$SFS_REPO" --no-print-directory -o programs install DESTDIR="$dest" BUILD="$SFS_BUILD" PREFIX=/usr
 	[[ -x $dest/usr/lib/stackfs/stackfsd ]] || fail "PREFIX=/usr: no daemon in usr/lib/stackfs"
 	grep -qF /usr/lib/stackfs/stackfsd "$dest/usr/share/man/man8/stackfs.8" ||
 		fail "PREFIX=/usr: stackfs.8 does not name /usr/lib/stackfs/stackfsd"
