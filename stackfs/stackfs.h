@@ -495,8 +495,8 @@ void sfs_umask_end(void);
 
 /* ---- export.c, export_lookup.c, export_names.c: nfs_export=on ------- */
 /* Set once at start from -o nfs_export=on: node ids are union inode
- * numbers and generations the identities' real ones (NOTES.md "NFS
- * export"). */
+ * numbers and generations the identities' real ones
+ * (docs/export.md "NFS export"). */
 extern bool sfs_export;
 /* Each branch's kind of file handle (b->fh_kind), refused with a message
  * naming the branch when its filesystem's handles cannot be rebuilt from
@@ -664,7 +664,7 @@ void sfs_notify_attr(struct sfs_node *n);
 /* The root's stack for a snapshot, and the identity of its lowest layer. */
 int sfs_root_stack(struct sfs_snap *s, struct sfs_stack **out, struct stat *id);
 
-/* ---- sync.c: the sync policy (NOTES.md "Power loss") ------------------ */
+/* ---- sync.c: the sync policy (docs/durability.md "Power loss") ------------------ */
 struct sfs_meta;
 /* A copy's data (fd of the staged file, open for writing), durable before
  * the copy is placed: fsync, but with sync=volatile. */

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# The branch seam (common/bio.c, NOTES "The branch seam"): every call that
+# The branch seam (common/bio.c, docs/trust.md "The branch seam"): every call that
 # takes a name in a branch, a file handle or an attribute goes through
 # small wrappers, and `-o trace` logs each: operation, branch, path, result.
 #  - no product source calls into a branch around them (a static check);

@@ -5,7 +5,7 @@
 # CAP_SYS_ADMIN on the host: copy-up as that user, the union's records in
 # user.stackfs.*, the control socket under $XDG_RUNTIME_DIR, the mount's
 # note of what is limited, and a root mount that does not follow the
-# user's records (NOTES.md "Rootless mounts").
+# user's records (docs/trust.md "Rootless mounts").
 #
 # A dedicated user is made in setup_file (with subuid/subgid ranges) and
 # removed in teardown_file. /dev/fuse must be open to her, as on a Debian
@@ -324,8 +324,8 @@ in_userns() {
 }
 
 # -o coherent without CAP_SYS_ADMIN: fanotify cannot mark a filesystem,
-# so the daemon watches the cached directories by inotify (NOTES.md
-# "Lower branches that change"). Her view is hers alone (no allow_other):
+# so the daemon watches the cached directories by inotify
+# (docs/coherent.md "Lower branches that change"). Her view is hers alone (no allow_other):
 # it is read as her.
 @test "rootless: -o coherent by inotify: a name made, rewritten, chmodded, removed and renamed below shows at once (not without the option)" {
 	local kind

@@ -4,7 +4,7 @@
 # podman 4.3 with `driver = "overlay"` and `mount_program = stackfs` (a
 # copy of the build's she may run) in her ~/.config/containers. Podman
 # runs the mount program as the root of its user namespace, without
-# CAP_SYS_ADMIN on the host (NOTES.md "Rootless mounts", "Container
+# CAP_SYS_ADMIN on the host (docs/trust.md "Rootless mounts", "Container
 # engines"). Her storage is on the file's image (bind-mounted where she
 # may reach it), her runtime directory in her home (no login session
 # here makes /run/user/UID). No registry: the base image is `podman

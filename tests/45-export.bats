@@ -273,7 +273,7 @@ by-handle"
 }
 
 # xnames_file FILE ID PARENT NAME...: an exportnames file of the records
-# (ID PARENT NAME), as the daemon writes it (NOTES.md "exportnames")
+# (ID PARENT NAME), as the daemon writes it (docs/format.md "exportnames")
 xnames_file() {
 	python3 - "$@" <<'PY'
 import struct, sys

@@ -3,8 +3,8 @@
 # diff: a FUSE server there that never answers (tests/tools/hangfs.c)
 # would otherwise put them, and every caller after them, to sleep. The
 # view lists the name (readdir reads the covered entry of the branch) and
-# refuses it with EXDEV; fsck and diff name it and skip it (NOTES.md,
-# "Access never leaves a branch").
+# refuses it with EXDEV; fsck and diff name it and skip it 
+# (docs/trust.md "Access never leaves a branch").
 #
 # Every command runs under `timeout`: a call that crosses hangs until the
 # cleanup aborts the hangfs connection, so a timeout fails the test.

@@ -8,7 +8,7 @@
 # alike and show the same tree (type, mode, owner, size, link count,
 # content, target, xattrs, which names are one file); then each upper must
 # read the same through the other implementation. tests/tools/kdiff.py
-# says how; NOTES.md "Differences from kernel overlayfs" the differences
+# says how; docs/overlayfs.md "Differences from kernel overlayfs" the differences
 # that are meant, each tolerated narrowly there. Long runs:
 # tests/stress/kdiff.bats (make stress). KDIFF_SEED=S (the first seed),
 # KDIFF_COUNT and KDIFF_OPS change the run.
@@ -56,22 +56,22 @@ teardown() {
 
 # --mid: a middle ro layer the kernel wrote (its whiteouts, opaque
 # directories, redirects and copies) under the upper. It found hard links
-# of lower symlinks not kept one inode across copy-up (NOTES.md "Copy-up";
+# of lower symlinks not kept one inode across copy-up (docs/union.md "Copy-up";
 # 94-links has it reduced).
 @test "kdiff --mid, -o whiteout=overlay: a middle layer the kernel wrote, read by both alike" {
 	kd_run overlay "${KDIFF_SEED:-2001}" "${KDIFF_COUNT:-10}" "${KDIFF_OPS:-60}" --mid
 }
 
-# The sequence that found a chain of redirects across layers (NOTES.md,
-# what kdiff found): the kernel's
+# The sequence that found a chain of redirects across layers (what kdiff
+# found, docs/overlayfs.md "Differences from kernel overlayfs"): the kernel's
 # upper has c redirected to b, and the middle layer's b is itself a moved
 # directory, redirected to the lowest layer's c; the kernel follows both.
 @test "regression: kdiff --mid seed 5118: a chain of redirects across layers is followed as the kernel follows it" {
 	kd_run overlay 5118 1 100 --mid
 }
 
-# The sequences that found the copy-up into a removed directory (NOTES.md
-# "Copy-up"; 94-links has it reduced): a change of a lower hard-linked
+# The sequences that found the copy-up into a removed directory
+# (docs/union.md "Copy-up"; 94-links has it reduced): a change of a lower hard-linked
 # file whose node was last reached by a name since removed with its
 # directory answered ENOENT (write, create with O_TRUNC, chmod,
 # removexattr), where the kernel changes the file. (Seeds of kdiff.py's

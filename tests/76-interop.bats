@@ -101,7 +101,7 @@ change_view() {
 	! grep -q '^./redo/old' "$BATS_TEST_TMPDIR/stackfs.state" || fail "stackfs view shows redo/old"
 	cu_umount
 	# metacopy=on: a chmod through stackfs copied the metadata alone
-	# (NOTES.md "Metadata-only copy-up"), which the kernel follows only so
+	# (docs/union.md "Metadata-only copy-up"), which the kernel follows only so
 	mount_overlay "$LO" "$UP" metacopy=on
 	run -0 cu_view_state "$MNT2"
 	assert_output "$(cat "$BATS_TEST_TMPDIR/stackfs.state")"

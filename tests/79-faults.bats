@@ -118,7 +118,7 @@ copyup_errno() {
 	copyup_errno open EIO
 }
 
-# a copy-up places its file by a link from the copy's fd (NOTES, Copy-up)
+# a copy-up places its file by a link from the copy's fd (docs/union.md "Copy-up")
 @test "ENOSPC from the link that places a copy-up reaches the caller; nothing is left" {
 	copyup_errno link ENOSPC
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# Power loss (NOTES.md "Power loss"): what each sync mode makes durable.
+# Power loss (docs/durability.md "Power loss"): what each sync mode makes durable.
 # - Short runs of the crash explorer (tests/crash/explore): the branches'
 #   filesystem on a disk that records its writes, crash states rebuilt
 #   from them and checked against the mode's rules. One of them shows it
@@ -32,7 +32,7 @@ teardown() {
 
 # ------------------------------------------------------------ the disk model
 
-# The explorer's states are a real disk's (NOTES.md "The block contract"):
+# The explorer's states are a real disk's (docs/durability.md "The block contract"):
 # tests/crash/model_check sends known writes, flushes and FUA writes to a
 # loop device over the recorder and compares every state the explorer
 # draws with every disk the contract allows, worked out from the writes.
@@ -108,7 +108,7 @@ teardown() {
 @test "power loss without copy-up syncs (sync=volatile, judged by the normal rules): the explorer finds copies hiding their lower files" {
 	pl_require
 	[[ $SFS_FS == ext4 ]] ||
-		skip "on XFS the copies reached the disk before the log named them in every state explored so far (NOTES.md, Power loss)"
+		skip "on XFS the copies reached the disk before the log named them in every state explored so far (docs/durability.md, Power loss)"
 	pl_explore window --opts sync=volatile --check-opts accept_unclean --rules normal \
 		--expect-violations data:big,data:s1,data:s3,data:s4 --states "${PL_STATES:-20}" \
 		--seed "$(pl_seed 3)"

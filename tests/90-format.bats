@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# The on-disk format: a mount creates the metadata directory as NOTES.md
+# The on-disk format: a mount creates the metadata directory as docs/format.md
 # specifies it, byte for byte (checked by an independent reader written
 # from the spec, in helpers/format.bash); it refuses a newer or corrupt
 # format with a one-line message naming the branch and the problem and

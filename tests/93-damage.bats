@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
-# A damaged record is damage, not a newer format (NOTES.md "On-disk
-# format", the checksum rule): each byte of the header, the registry and
+# A damaged record is damage, not a newer format
+# (docs/format.md "On-disk format", the checksum rule): each byte of the
+# header, the registry and
 # the inode map of a branch made by a real mount is flipped in turn. For
 # every position fsck reports the file's problem (exit 4, never "newer"),
 # the mount refuses the branch as corrupt, --repair fixes it (exit 1) and
@@ -92,7 +93,7 @@ walk() {
 }
 
 # Not the last record: a mount takes a bad last one for an append a
-# crash interrupted (NOTES.md "inomap"), and leaves it to fsck.
+# crash interrupted (docs/format.md "inomap"), and leaves it to fsck.
 @test "every byte of the inode map's head and first record flipped: damage, refused, repaired" {
 	local size
 	size=$(stat -c %s "$UP/.stackfs/inomap")

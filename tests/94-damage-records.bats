@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
-# The checksum rule for the records of entries and of commits (NOTES.md
-# "On-disk format"; 93-damage walks the header, registry and inode map):
+# The checksum rule for the records of entries and of commits
+# (docs/format.md "On-disk format"; 93-damage walks the header, registry and inode map):
 # each record a real mount or commit made is damaged in turn, and for
 # every position fsck reports it with its code (exit 4, never "newer",
 # "empty" or "absent"), the view answers EUCLEAN for the entry or the
@@ -290,7 +290,7 @@ report() {
 # lowers has no checksum: its paths are checked against the registry's
 # (checksummed) identities, and a byte of a path (or a line's newline:
 # two lines made one) flipped leaves a list that parses, naming no
-# recorded branch (fsck then checks nothing against it: NOTES.md). Each
+# recorded branch (fsck then checks nothing against it: docs/format.md "lowers"). Each
 # byte its syntax covers is damage: both letters, the space and the
 # first slash of each line, the last newline; and an empty file.
 @test "lowers: each byte of its syntax damaged, and an empty file: LOWERS_BAD, diff refuses, removed" {
@@ -399,7 +399,7 @@ b = bytearray(open(p, "rb").read()); b[i] ^= 0xFF; open(p, "wb").write(b)' "$dir
 				bad+=("$what: the journal or the marker is left")
 			# (directories' mtimes aside: the upper's recovery at these
 			# points sets them anew with no damage at all, a bug of the
-			# recovery NOTES.md "On-disk format" records; the content is compared)
+			# recovery docs/format.md "On-disk format" records; the content is compared)
 			out=$(diff <(no_dir_times <"$CC/before") <(cc_view "$UP:$LO" | no_dir_times)) ||
 				bad+=("$what: the union differs: $(head -n 8 <<<"$out")")
 		done

@@ -341,8 +341,9 @@ print([(b["path"], b["fstype"]) for b in json.load(open(sys.argv[1]))])' "$BATS_
 	[[ ! -e $MNT/new && -f $T/up3/new ]]
 }
 
-# Stacks name branches by identity, not position (NOTES, "Branches and
-# snapshots"): a node opened before a branch was added on top keeps a
+# Stacks name branches by identity, not position
+# (docs/branches.md, "Branches and snapshots"): a node opened before a branch
+# was added on top keeps a
 # stack of the old snapshot, while its parent is looked up again on the
 # new one; a copy-up through both indexed the parent's stack with the
 # node's old position (another branch's directory) and failed ENOENT.

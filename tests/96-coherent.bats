@@ -188,7 +188,7 @@ wait_for() {
 	wait_for test -e "$MNT/d/n"
 	wait "$WATCH"
 	WATCH=
-	# what this kernel does (README, NOTES): if a kernel starts telling
+	# what this kernel does (README, docs/coherent.md): if a kernel starts telling
 	# watchers, this fails and the documentation is to change
 	run -0 cat "$T/events"
 	assert_output ready

@@ -115,7 +115,7 @@ check_commit() {
 
 @test "commit --keep applies the changes and leaves the rw branch as it was" {
 	# metacopy=off: a commit brings a metacopy's data into the rw file
-	# first (NOTES.md "Metadata-only copy-up", a limit not yet lifted)
+	# first (docs/union.md "Metadata-only copy-up", a limit not yet lifted)
 	change_and_record "$UP:$LO" wh metacopy=off
 	sfs_snapshot "$UP"
 	run -0 "$SFS" commit --keep "$UP" --into "$LO"

@@ -4,7 +4,11 @@
 # completion list exactly the options the help prints (the tables the
 # commands and the daemon accept options from), both ways, and each one
 # documented is accepted; `make install DESTDIR=...` installs binaries,
-# man pages and completion, and `make uninstall` removes them.
+# man pages and completion, and `make uninstall` removes them. The design
+# record (NOTES.md, docs/): its links reach their files, every reference
+# to one of its headings in the tree names a heading there
+# (tests/helpers/docs.bash says how a reference is matched), and its
+# files stay short enough to read.
 
 load helpers/common
 load helpers/docs
@@ -360,4 +364,68 @@ complete_line() {
 	run -0 make -C "$SFS_REPO" --no-print-directory uninstall DESTDIR="$dest" PREFIX=/usr
 	run -0 find "$dest" -type f
 	assert_output ""
+}
+
+# The design record (issue 34): NOTES.md is the map, docs/ one file a
+# subject. Each check runs on the tree, then on a small tree broken on
+# purpose, which it must refuse (so a check that finds nothing is not a
+# check that cannot find anything).
+
+# broken_tree DIR: a record with one good and one bad case of each kind
+# (the references written with $DOCS, so that this file holds none).
+DOCS=docs
+broken_tree() {
+	mkdir -p "$1/docs" "$1/src"
+	printf '# Map\n\n[union](docs/union.md), [gone](docs/gone.md)\n' >"$1/NOTES.md"
+	printf '# R\n\n[rules](docs/union.md#copy-up) [none](docs/union.md#no-such)\n' >"$1/README.md"
+	printf '# Union\n\n## Copy-up\n\n## Live changes (`x.c`)\n\nBack to [the map](../NOTES.md).\n' >"$1/docs/union.md"
+	printf '%s\n' "/* $DOCS/union.md \"Copy-up\", $DOCS/union.md \"Live changes\" */" \
+		"/* $DOCS/union.md, \"Lookup rules\" */" "/* $DOCS/gone.md \"Copy-up\" */" \
+		"/* see $DOCS/union.md \"Copy-up\" and $DOCS/union.md \"Live" '   changes" */' >"$1/src/a.c"
+}
+
+@test "the design record: every relative link of NOTES.md, README.md and docs/ reaches its file and heading" {
+	run -0 bad_md_links "$SFS_REPO"
+	[[ -z $output ]] || fail "$(printf 'broken links:\n%s' "$output")"
+	# the links are there to check
+	grep -q '](docs/union.md)' "$SFS_REPO/NOTES.md" || fail "NOTES.md links no docs/ file"
+	grep -q '](NOTES.md)' "$SFS_REPO/README.md" || fail "README.md does not link NOTES.md"
+	local t=$BATS_TEST_TMPDIR/broken
+	broken_tree "$t"
+	run -0 bad_md_links "$t"
+	assert_line "NOTES.md: docs/gone.md: no such file"
+	assert_line "README.md: docs/union.md#no-such: no such heading"
+	assert_equal "${#lines[@]}" 2
+}
+
+@test "the design record: every reference FILE.md \"Heading\" in the tree names a heading of that file" {
+	run -0 bad_doc_refs "$SFS_REPO"
+	[[ -z $output ]] || fail "$(printf 'references to no heading:\n%s' "$output")"
+	# there are references to check, in the sources and in the record
+	run -0 bash -c "cd '$SFS_REPO' && grep -rIlE 'docs/[a-z-]+\.md \"' --exclude-dir=.git --exclude-dir='build*' . | wc -l"
+	((output >= 40)) || fail "only $output files refer to docs/: the pattern no longer finds them"
+	local t=$BATS_TEST_TMPDIR/broken
+	broken_tree "$t"
+	run -0 bad_doc_refs "$t"
+	assert_line "./src/a.c:2: $DOCS/union.md, \"Lookup rules\": no such heading in $DOCS/union.md"
+	assert_line "./src/a.c:3: $DOCS/gone.md \"Copy-up\": no such file"
+	assert_line "./src/a.c:4: $DOCS/union.md \"Live: the heading's quote does not close on this line"
+	assert_equal "${#lines[@]}" 3
+}
+
+@test "the design record: each docs/ file is at most 600 lines, NOTES.md at most 300, each docs/ file links back to NOTES.md" {
+	local f n long= orphan=
+	n=$(wc -l <"$SFS_REPO/NOTES.md")
+	((n <= 300)) || long+=" NOTES.md ($n)"
+	local count=0
+	for f in "$SFS_REPO"/docs/*.md; do
+		count=$((count + 1))
+		n=$(wc -l <"$f")
+		((n <= 600)) || long+=" docs/${f##*/} ($n)"
+		# its first paragraph says what it covers and links the map
+		sed -n '3,/^$/p' "$f" | grep -q '](../NOTES.md)' || orphan+=" docs/${f##*/}"
+	done
+	((count >= 10)) || fail "only $count files in docs/"
+	[[ -z $long ]] || fail "too long:$long"
+	[[ -z $orphan ]] || fail "no link to NOTES.md in the first paragraph:$orphan"
 }

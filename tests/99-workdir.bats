@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # The metadata of an upper mounted overlay-style with workdir=W lives in
-# W/.stackfs (NOTES.md "Where the metadata lives"): the upper U stays a
+# W/.stackfs (docs/format.md "Where the metadata lives"): the upper U stays a
 # clean overlayfs upper (kernel overlayfs shows the same tree over it) and
 # OCI layer directory; U's root records W (trusted.stackfs.workdir), so a
 # later mount of U, and every command given U, finds the metadata there.
@@ -115,8 +115,8 @@ change_view() {
 	# kernel overlayfs, a fresh workdir of its own
 	mkdir "$T/kwork"
 	sfs_record mount "$MNT2"
-	# metacopy=on: stackfs's chmod made a metadata-only copy (NOTES.md
-	# "Metadata-only copy-up"), which the kernel follows only so
+	# metacopy=on: stackfs's chmod made a metadata-only copy
+	# (docs/union.md "Metadata-only copy-up"), which the kernel follows only so
 	mount -t overlay overlay -o "lowerdir=$LO,upperdir=$UP,workdir=$T/kwork,redirect_dir=on,index=off,metacopy=on" "$MNT2" ||
 		fail "kernel overlayfs refused the upper: $(dmesg | tail -3)"
 	run -0 cu_view_state "$MNT2"

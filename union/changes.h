@@ -1,6 +1,6 @@
 /* What a rw branch changes relative to the branches below it, listed
  * like `docker diff`: A added, C changed, D deleted (changes.c), on the
- * model of the union (model.h). See NOTES.md "diff and commit". */
+ * model of the union (model.h). See docs/diff-commit.md "diff and commit". */
 #ifndef SFS_UNION_CHANGES_H
 #define SFS_UNION_CHANGES_H
 
@@ -39,7 +39,7 @@ struct sfs_changes_opts {
 };
 
 /* Lists what b[0] changes relative to b[1..n), sorted by path (bytes).
- * See NOTES.md for what counts as a change. */
+ * See docs/diff-commit.md "diff and commit" for what counts as a change. */
 int sfs_changes_list(struct sfs_ch_union *u, const struct sfs_changes_opts *o,
 		     struct sfs_changes *out);
 void sfs_changes_free(struct sfs_changes *c);

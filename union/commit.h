@@ -1,7 +1,7 @@
 /* Folding a rw branch into the branch just below it (`stackfs commit`),
  * so that the lower branch, with the branches below it, shows what the
  * union of the two showed; then emptying the rw branch (unless keep).
- * NOTES.md "diff and commit" has the rules and the order.
+ * docs/diff-commit.md "diff and commit" has the rules and the order.
  *
  * Files are copied as copy-up copies them (a reflink or the data extents,
  * owner, xattrs and ACLs but not the union's private ones, mode, ns times,

@@ -251,7 +251,7 @@ static int add_indexed(struct commit *c, char *p, const struct sfs_ch_stack *vc)
 	nv += c->nix++;
 	nv->vpath = p;
 	snprintf(nv->name, sizeof(nv->name), "%s", vc->index_name);
-	/* FSID-INODE, hex (NOTES: work/ and index/); the model takes no
+	/* FSID-INODE, hex (docs/format.md "work/ and index/"); the model takes no
 	 * other name into its index (sfs_index_name_ok) */
 	nv->lower_ino = vc->l[0].b == 1 && sfs_index_name_ok(vc->index_name) ?
 		(ino_t)strtoull(vc->index_name + 9, NULL, 16) : 0;

@@ -499,8 +499,8 @@ static void show_index(const struct sfs_ch_union *u, struct sfs_ch_stack *st)
 /* A metacopy stackfs made records in its origin the lower file it was
  * made of: where its name below now shows another inode (a branch
  * reordered, a lower file replaced offline), it has no data (diff and
- * commit then refuse it, as the daemon's reads do: NOTES.md
- * "Metadata-only copy-up"), never the other file's. */
+ * commit then refuse it, as the daemon's reads do:
+ * docs/union.md "Metadata-only copy-up"), never the other file's. */
 static void check_data_origin(struct sfs_ch_stack *st, const struct stat *via)
 {
 	struct sfs_origin o;

@@ -10,7 +10,7 @@
  * of b[0..n) (first = 0), the lower union that of b[1..n) (first = 1).
  *
  * Every function returns 0 or -errno. Names are single components; no
- * symlink is ever followed. See NOTES.md "diff and commit". */
+ * symlink is ever followed. See docs/diff-commit.md "diff and commit". */
 #ifndef SFS_UNION_MODEL_H
 #define SFS_UNION_MODEL_H
 

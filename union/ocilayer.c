@@ -17,7 +17,7 @@
  *    directory's changes are listed against its path below, not against
  *    what it now holds).
  *
- * The first error stops the layer. See NOTES.md "The OCI layer". */
+ * The first error stops the layer. See docs/diff-commit.md "The OCI layer". */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

@@ -5,7 +5,7 @@
  * view. Added and changed entries with their content and attributes,
  * deletions as ".wh.NAME", a replaced directory as ".wh..wh..opq" and
  * all of its content, a moved one as a whiteout and all of its content,
- * the parents of every entry before it. See NOTES.md "The OCI layer". */
+ * the parents of every entry before it. See docs/diff-commit.md "The OCI layer". */
 #ifndef SFS_UNION_OCILAYER_H
 #define SFS_UNION_OCILAYER_H
 

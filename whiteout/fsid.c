@@ -1,6 +1,6 @@
 /* The identity of a filesystem (its UUID) and of an entry in it (its
- * file handle), as the registry and origin records keep them (NOTES.md
- * "Filesystem UUID"). */
+ * file handle), as the registry and origin records keep them (docs/format.md
+ * "registry": Filesystem UUID). */
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>

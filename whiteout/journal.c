@@ -1,5 +1,5 @@
-/* The commit journal and marker: their bytes (NOTES.md, "On-disk format",
- * "Commit journal") and their files. A record may be hostile (anyone who
+/* The commit journal and marker: their bytes (docs/format.md "commit", the
+ * commit journal) and their files. A record may be hostile (anyone who
  * could write RW's .stackfs): every length is bounded, every path checked
  * to stay a plain path beneath a branch root, the checksum covers all. */
 #include <endian.h>

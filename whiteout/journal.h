@@ -1,5 +1,5 @@
-/* The journal of `stackfs commit` (NOTES.md, "diff and commit" and "On-disk
- * format"): what a commit is doing, written before it changes anything,
+/* The journal of `stackfs commit` (docs/diff-commit.md "diff and commit"
+ * and docs/format.md "commit"): what a commit is doing, written before it changes anything,
  * so that a commit killed at any step can be finished or undone by the
  * next `stackfs commit` or by `stackfs fsck --repair` of either branch.
  *

@@ -175,7 +175,7 @@ static int unplace(int lower_fd, int stage_fd, const struct sfs_journal *j, char
 /* The aufs whiteout ".wh.NAME" beside a directory put back at path goes.
  * The commit makes one in LOWER for RW's whiteout of the old name when a
  * branch below LOWER still shows that name (the moved directory's old
- * place; NOTES "Branches below LOWER"), after the directory has left for
+ * place; docs/diff-commit.md "diff and commit": Branches below LOWER), after the directory has left for
  * the staging directory. Left beside the directory put back, the pair
  * would mean (union/resolve.c, the OCI rule) "this directory is LOWER's
  * alone, as if opaque": the lower branches' part of the directory that

@@ -1,5 +1,6 @@
-/* Undoing one damaged byte of a checksummed record (NOTES.md "On-disk
- * format", the checksum rule): the one change of one byte after which
+/* Undoing one damaged byte of a checksummed record
+ * (docs/format.md "On-disk format", the checksum rule): the one change of one
+ * byte after which
  * the record is whole and valid. CRC32C detects every error burst of up
  * to 32 bits, so two records that differ in one byte never both pass
  * it; a second candidate (damage elsewhere that a changed byte happens

@@ -20,8 +20,8 @@
 #include "whiteout/whiteout.h"
 
 #define SFS_OVL_METACOPY_XATTR "trusted.overlay.metacopy"
-/* stackfs's own mark, written with -o whiteout=wh (NOTES.md
- * "Metadata-only copy-up"); read like the kernel's, trusted.* only. */
+/* stackfs's own mark, written with -o whiteout=wh
+ * (docs/union.md "Metadata-only copy-up"); read like the kernel's, trusted.* only. */
 #define SFS_SFS_METACOPY_XATTR "trusted.stackfs.metacopy"
 
 struct sfs_metacopy {

@@ -2,7 +2,7 @@
  * version, flags, branch UUID), registry (stable filesystem and branch
  * ids), inomap (allocated inode numbers), lowers (the branch list of the
  * last mount), lock, work/ (staging) and index/ (hard links of copied-up
- * inodes). Byte layouts: whiteout/ondisk.h and NOTES.md "On-disk format".
+ * inodes). Byte layouts: whiteout/ondisk.h and docs/format.md "On-disk format".
  *
  * It is in the directory that holds it, named by an fd called at_fd
  * below: the branch root, or the workdir of an overlay-style mount
@@ -302,7 +302,7 @@ int sfs_meta_lock(int at_fd, bool excl);
 
 /* The UUID of the filesystem holding fd (any fd, O_PATH too): the
  * FS_IOC_GETFSUUID ioctl, or, only when the filesystem does not support
- * it, a hash of statfs's f_fsid and f_type (see NOTES). */
+ * it, a hash of statfs's f_fsid and f_type (docs/format.md "registry": Filesystem UUID). */
 int sfs_fs_uuid(int fd, uint8_t uuid[16]);
 /* The file handle of dirfd/name, not following a symlink; name "" means
  * dirfd itself. *handle_bytes is in/out (buffer size in, size out). */

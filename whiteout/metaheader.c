@@ -1,4 +1,4 @@
-/* The metadata directory's `header` (ondisk.h, NOTES.md "header"): its
+/* The metadata directory's `header` (ondisk.h, docs/format.md "header"): its
  * checksum, its encoding, its parser and the one-line message for each
  * way it can be wrong. */
 #include <endian.h>

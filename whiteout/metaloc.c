@@ -1,5 +1,6 @@
-/* Where a branch's metadata directory is (metadir.h, NOTES.md "Where the
- * metadata lives"): `.stackfs` in the branch root, or, for the upper of
+/* Where a branch's metadata directory is (metadir.h,
+ * docs/format.md "Where the metadata lives"): `.stackfs` in the branch root,
+ * or, for the upper of
  * an overlay-style mount given workdir=W, W/.stackfs, so that the upper
  * stays a clean overlayfs upper and OCI layer. The root then records W
  * (the xattr SFS_WORKDIR_XATTR, written by the mount), and every tool

@@ -1,4 +1,4 @@
-/* `lock` (NOTES.md): an empty file a mount holds flock(LOCK_EX) on for
+/* `lock` (docs/format.md "lock"): an empty file a mount holds flock(LOCK_EX) on for
  * its whole life, so that a second mount of the branch, fsck --repair or
  * a commit refuses while it runs. */
 #include <errno.h>

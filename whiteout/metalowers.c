@@ -1,4 +1,4 @@
-/* `lowers` (NOTES.md): the branch list of the last mount, one line per
+/* `lowers` (docs/format.md "lowers"): the branch list of the last mount, one line per
  * branch, "rw PATH" or "ro PATH", PATH absolute with "\\" and "\n"
  * escaped. Written at every mount and live branch change; read by fsck,
  * diff and commit. */

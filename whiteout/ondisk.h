@@ -1,5 +1,6 @@
-/* The byte layouts of the metadata directory's files (NOTES.md, "On-disk
- * format", is the specification; this header must agree with it).
+/* The byte layouts of the metadata directory's files
+ * (docs/format.md, "On-disk format", is the specification; this header must
+ * agree with it).
  *
  * All integers are little-endian. Every record has a fixed size, fixed-
  * width fields and its CRC32C last, covering every byte before it. Each

@@ -1,4 +1,4 @@
-/* `exportnames` (NOTES.md): the last names of nodes of an nfs_export=on
+/* `exportnames` (docs/format.md "exportnames"): the last names of nodes of an nfs_export=on
  * mount, kept across a restart of the daemon so that a file handle of a
  * non-directory is looked up again by name. Only hints: the daemon
  * checks every name it takes from here against the view, so a record

@@ -7,7 +7,7 @@
  * at start (sfs_records_init) before any thread: a process reads and
  * writes its records in its own namespace only, so a root daemon never
  * follows a user.stackfs.* record, which anyone who may write the entry
- * can forge (NOTES.md "Rootless mounts"). */
+ * can forge (docs/trust.md "Rootless mounts"). */
 #ifndef SFS_RECORDS_H
 #define SFS_RECORDS_H
 

@@ -361,7 +361,7 @@ void sfs_log_no_data(const struct sfs_snap *s, const struct sfs_layer *l)
 }
 
 /* A record of the format on an entry that fails its checksum or its
- * validation (NOTES.md "On-disk format", the checksum rule): damage, so
+ * validation (docs/format.md "On-disk format", the checksum rule): damage, so
  * the entry answers EUCLEAN rather than show as if it had none. */
 void sfs_log_damaged(const struct sfs_snap *s, const struct sfs_layer *dl, const char *name,
 		     const char *what)

@@ -17,7 +17,8 @@ struct sfs_stats sfs_stats;
  * caller asked for a name, an attribute or a change the view's state (or
  * its permissions, or a read-only union) does not allow; nothing went
  * wrong in the mount. ESTALE is the create that met a file the kernel
- * thought absent (NOTES: the VFS retries it); EXDEV a rename mv(1) does
+ * thought absent (docs/union.md "A create that meets an existing file answers ESTALE":
+ * the VFS retries it); EXDEV a rename mv(1) does
  * by copying, or a mount point inside a branch (logged on its own). */
 bool sfs_stats_is_answer(int err)
 {

@@ -1,6 +1,6 @@
 /* -o coherent: the read-only branches watched, so that a change made
  * directly in one shows in the view at once rather than after the
- * kernel's cache timeout (NOTES.md "Lower branches that change").
+ * kernel's cache timeout (docs/coherent.md "Lower branches that change").
  *
  * fanotify on the whole filesystem of each read-only branch
  * (FAN_MARK_FILESYSTEM), events naming a directory by file handle and

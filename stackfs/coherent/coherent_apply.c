@@ -1,5 +1,5 @@
 /* -o coherent: what a change in a read-only branch does to the view
- * (NOTES.md "Lower branches that change"). The watcher (coherent.c)
+ * (docs/coherent.md "Lower branches that change"). The watcher (coherent.c)
  * hands over a batch of events, each a directory of a branch (an fd) and
  * a name in it. Each is mapped to the union's cached node of that
  * directory by walking its path in the branch from the root through the

@@ -1,6 +1,7 @@
 /* -o coherent where fanotify cannot watch (a rootless mount: filesystem
- * marks need CAP_SYS_ADMIN): inotify (NOTES.md "Lower branches that
- * change"). inotify watches one directory, not a filesystem, so the
+ * marks need CAP_SYS_ADMIN): inotify
+ * (docs/coherent.md "Lower branches that change"). inotify watches one
+ * directory, not a filesystem, so the
  * watches follow the daemon's cache: a directory node's read-only layers
  * are watched from the time it gets a stack until it is freed or its
  * stack replaced (node.c calls in here, only while this mode is on).

@@ -85,7 +85,7 @@ static int stage_file(const struct sfs_layer *data, const struct stat *st,
 	 * (a power cut would show it short or empty, hiding the lower file);
 	 * an empty copy (O_TRUNC) has none, nor has a metacopy (its size and
 	 * marks are journalled metadata, committed before the link placing
-	 * it: NOTES.md "Metadata-only copy-up") */
+	 * it: docs/union.md "Metadata-only copy-up") */
 	if (ret == 0 && !nodata)
 		ret = sfs_sync_copy(out);
 	if (in >= 0)

@@ -95,7 +95,7 @@ out:
 	return ret;
 }
 
-/* Metadata-only copy-up (NOTES.md "Metadata-only copy-up"): which copies
+/* Metadata-only copy-up (docs/union.md "Metadata-only copy-up"): which copies
  * may be one. Not a lower file with several names (the index's copy is
  * every name's, and carries the data: one copy for all), not in a
  * rootless mount (its marks would be user.* attributes, which anyone who

@@ -1,6 +1,6 @@
 /* The sync policy (-o sync=always|normal|volatile): what the union makes
- * durable, and when. The rules, as a checker tests them, are in NOTES.md
- * "Power loss"; tests/crash/explore checks them over crash states.
+ * durable, and when. The rules, as a checker tests them, are in
+ * docs/durability.md "Power loss"; tests/crash/explore checks them over crash states.
  *
  * - always: whatever the union changes in a rw branch for an operation
  *   is durable before its reply (sfs_sync_changed fsyncs at once).

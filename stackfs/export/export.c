@@ -6,7 +6,7 @@
  * generation: the daemon must find the inode from the id alone, and the
  * kernel compares the generation of the reply. So ids are union inode
  * numbers (a filesystem id and a real inode number) and generations the
- * real inodes' (NOTES.md "NFS export"). Opening an inode by number needs
+ * real inodes' (docs/export.md "NFS export"). Opening an inode by number needs
  * a file handle the daemon builds, which is the filesystem's own format:
  * known here for ext4 and XFS only, and checked at mount against the
  * handle of each branch root. */

@@ -12,7 +12,7 @@
  * layer, no symlink, no mount point), keeps nothing, and is bounded:
  * one thread at nice 19 (the lowest weight: other work comes first),
  * a queue of at most DA_QUEUE directories (more are not read ahead), at
- * most DA_ENTRIES entries of each. NOTES.md "Directory read-ahead". */
+ * most DA_ENTRIES entries of each. docs/nodes.md "Directory read-ahead". */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
 /* The merged listing of a directory stack: every layer read with
  * getdents64, each visible name kept once (the union's listing rule,
- * union/listing.c), sorted by cookie for readdir (NOTES.md "Merged
- * readdir").
+ * union/listing.c), sorted by cookie for readdir
+ * (docs/union.md "Merged readdir").
  *
  * Built for directories of many thousand entries (issue 20: a listing
  * of 20,000 merged names cost 1.5 µs a name, most of it in malloc and

@@ -16,7 +16,7 @@
  * its parent by the full rules, and the result is taken only if it is
  * still the inode the kernel was given (same device, inode number and
  * type); else the use fails with ESTALE, and the kernel looks the name
- * up again (NOTES.md "Listed entries"). */
+ * up again (docs/nodes.md "Listed entries"). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

@@ -45,7 +45,8 @@ static int roots_below(void *arg, unsigned b, struct sfs_ulayer *out, unsigned m
 	return (int)k;
 }
 
-/* A mount point inside the branch is never entered (NOTES.md). */
+/* A mount point inside the branch is never entered
+ * (docs/trust.md "A mount point inside a branch is never entered"). */
 static int met(void *arg, const struct sfs_ulayer *dl, int fd, const struct stat *st,
 	       const char *name, int err)
 {
@@ -134,8 +135,9 @@ static bool linked_copy(const struct stat *top)
  * was made of; its name resolved below must still be that entry (same
  * filesystem and inode), or the data shown would be another file's: a
  * branch reordered, or a lower file replaced offline. Then it has no
- * data, and its reads fail with EIO (NOTES.md "Metadata-only
- * copy-up"). stale: the record's inode is gone. */
+ * data, and its reads fail with EIO
+ * (docs/union.md "Metadata-only copy-up"). stale: the record's inode is gone.
+ * */
 static void check_metacopy_data(struct resolve *r, uint64_t dev, uint64_t ino, bool stale)
 {
 	if (!r->e.metacopy || r->e.data.fd < 0)

@@ -474,7 +474,7 @@ void sfs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 /* A character device 0:0 is what overlayfs takes for a whiteout: with
  * -o whiteout=overlay (a branch kernel overlayfs is to read) it is
  * refused, as kernel overlayfs refuses it; with the aufs style it is
- * made with the device marker (NOTES.md, Whiteouts). */
+ * made with the device marker (docs/format-records.md "Whiteouts and opaque directories"). */
 void sfs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 		  mode_t mode, dev_t rdev)
 {

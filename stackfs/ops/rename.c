@@ -126,7 +126,7 @@ static int end_redirect(struct rn_end *e, struct sfs_node *n)
 
 /* A metacopy file (made by a chmod, or by kernel overlayfs) finds its
  * data below by its name: before it moves, its data is brought in, as
- * its first write would (NOTES.md "Metadata-only copy-up": a redirect
+ * its first write would (docs/union.md "Metadata-only copy-up": a redirect
  * record would keep it a metacopy, at the cost of one more format). */
 static int end_fill(struct rn_end *e)
 {

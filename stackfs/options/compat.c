@@ -1,6 +1,7 @@
 /* The options of kernel overlayfs and fuse-overlayfs that container
- * engines and their users pass (NOTES.md "Options of overlayfs and
- * fuse-overlayfs"). Those with a meaning here are done by the parser
+ * engines and their users pass
+ * (docs/overlayfs.md "Options of overlayfs and fuse-overlayfs are taken").
+ * Those with a meaning here are done by the parser
  * (opts.c) and idmap.c; a kernel tuning with no effect on what the view
  * shows (metacopy=, index=, xino=...) is accepted when its value is one
  * the kernel takes, and a note saying what stackfs does instead is logged

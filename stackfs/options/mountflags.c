@@ -1,5 +1,5 @@
 /* What the kernel's mount of the view gets besides the user's options
- * (NOTES.md "allow_other and suid when root mounts").
+ * (docs/trust.md "allow_other and suid when root mounts").
  *
  * When root mounts, the view is a system's filesystem as overlayfs's is:
  * allow_other (every user of a container, not only root, must reach it;
@@ -129,7 +129,7 @@ void sfs_mountflags_reset(void)
 
 /* What a mount without CAP_SYS_ADMIN on the host cannot do, said once
  * at mount on the terminal (unless the log is the terminal already)
- * and in the log (NOTES.md "Rootless mounts"): a user finds out here,
+ * and in the log (docs/trust.md "Rootless mounts"): a user finds out here,
  * not from a chown that failed or a file owned by her. */
 void sfs_mountflags_rootless_note(const char *runtime)
 {

@@ -114,7 +114,7 @@ static int parse_whiteout(struct sfs_opts *o, const char *arg)
  * volatile, fsync=1 normal (it syncs what is asked), so each is refused
  * beside another mode, as a second sync= would be. fsync=0 keeps the
  * volatile flag: after a crash the branch is refused rather than
- * trusted with what may be lost (NOTES.md). */
+ * trusted with what may be lost (docs/durability.md "The sync modes"). */
 static int parse_sync(struct sfs_opts *o, const char *arg, int key)
 {
 	static const char *const names[] = {
@@ -381,8 +381,9 @@ static int parse_noxattrs(struct sfs_opts *o, const char *arg)
 }
 
 /* metacopy=on|off (overlayfs's name): whether a metadata change of a
- * lower file copies its metadata alone (NOTES.md "Metadata-only
- * copy-up"). A second value that says otherwise is refused. */
+ * lower file copies its metadata alone
+ * (docs/union.md "Metadata-only copy-up"). A second value that says otherwise
+ * is refused. */
 static int parse_metacopy(struct sfs_opts *o, const char *arg)
 {
 	const char *v = arg + strlen("metacopy=");

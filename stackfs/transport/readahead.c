@@ -3,7 +3,7 @@
  * READ round trip per 128 KiB. A FUSE server cannot raise the window in
  * its INIT reply (the kernel keeps the smaller of the two), only lower
  * it; the window is the mount's backing device setting in sysfs, which
- * root may write. Measured (NOTES.md, "Readahead"): 512 KiB cuts the
+ * root may write. Measured (docs/performance.md "Readahead window 512 KiB"): 512 KiB cuts the
  * daemon's context switches of a 1 GiB read by four; 1 MiB replies do not
  * fit a pipe of the default pipe-max-size, so libfuse copies them instead
  * of splicing, which costs more than the saved round trips. */

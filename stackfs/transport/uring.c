@@ -19,7 +19,8 @@
  * CPU's queue has another thread. The kernel takes the entry that came
  * back last, so a steady caller is served by the same, warm thread: under
  * a CPU load that is what keeps the daemon as quick as a single-threaded
- * server, where threads reading /dev/fuse are woken in turn (NOTES.md).
+ * server, where threads reading /dev/fuse are woken in turn
+ * (docs/performance.md "FUSE over io_uring").
  *
  * Used with -o uring, where the kernel offers it (else it says why). */
 #include <errno.h>

@@ -1,4 +1,4 @@
-"""The disk at a power cut: the block contract (NOTES.md "Power loss",
+"""The disk at a power cut: the block contract (docs/durability.md "Power loss",
 "The block contract") and the crash states it allows of a recorded log.
 
 A log (tests/tools/blkrec list) holds the requests the recorded device
@@ -280,7 +280,7 @@ class Plan:
 
     def steps_at(self, sp):
         """(completed, started): steps whose end / begin mark comes before
-        the first flush after the state's point (see NOTES)."""
+        the first flush after the state's point (docs/durability.md "The explorer")."""
         n = int(sp.split("+")[0])
         cut = next((f for f in self.flushes if f >= n), len(self.recs))
         done = started = 0

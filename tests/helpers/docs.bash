@@ -129,3 +129,95 @@ same_sets() {
 	[[ -z $only_a && -z $only_b ]] ||
 		fail "$1: only in the help: [${only_a% }]; only in the other: [${only_b% }]"
 }
+
+# The design record: NOTES.md (the map) and docs/*.md (one file a
+# subject). The checks below take the root of a tree, so a test can also
+# run them on a small broken tree and see them fail.
+
+# md_headings FILE: the text of each markdown heading of FILE, one a
+# line, without its leading #'s and without backticks.
+md_headings() {
+	sed -n 's/^#\{1,6\} \{1,\}//p' "$1" | tr -d '`'
+}
+
+# md_anchor TEXT: the anchor a heading gets on a forge's page: lower
+# case, nothing but letters, digits, '_', '-' and spaces, spaces as '-'.
+md_anchor() {
+	tr 'A-Z' 'a-z' <<<"$1" | sed 's/[^a-z0-9 _-]//g; s/ /-/g'
+}
+
+# heading_ok FILE REF: whether FILE has the heading REF. A reference
+# names a heading by its text, backticks left out; it may leave out what
+# the heading adds after the name in parentheses or after a colon:
+# "Copy-up" names "Copy-up", "Live branch changes" names "Live branch
+# changes (`stackfs branch`, control.c, branch_change.c)", "Trust" names
+# "Trust: who may own what in a branch". The case counts.
+heading_ok() {
+	local h ref=${2//\`/}
+	while IFS= read -r h; do
+		[[ $h == "$ref" || $h == "$ref ("* || $h == "$ref:"* ]] && return 0
+	done < <(md_headings "$1")
+	return 1
+}
+
+# bad_md_links ROOT: "FILE: LINK: why" for each relative link of
+# ROOT/NOTES.md, ROOT/README.md and ROOT/docs/*.md, [text](path) or
+# [text](path#anchor), whose file does not exist (the path taken from the
+# linking file's folder) or whose anchor is no heading's there. Links
+# with a scheme (https:, mailto:) are not followed.
+bad_md_links() {
+	local root=$1 f link path anchor target h found
+	for f in "$root/NOTES.md" "$root/README.md" "$root"/docs/*.md; do
+		[[ -f $f ]] || continue
+		while IFS= read -r link; do
+			[[ $link =~ ^[a-z]+: ]] && continue
+			path=${link%%#*}
+			anchor=
+			[[ $link == *"#"* ]] && anchor=${link#*#}
+			if [[ -z $path ]]; then
+				target=$f
+			else
+				target=$(dirname "$f")/$path
+			fi
+			if [[ ! -e $target ]]; then
+				echo "${f#"$root"/}: $link: no such file"
+				continue
+			fi
+			[[ -n $anchor ]] || continue
+			found=0
+			while IFS= read -r h; do
+				[[ $(md_anchor "$h") == "$anchor" ]] && found=1 && break
+			done < <(md_headings "$target")
+			((found)) || echo "${f#"$root"/}: $link: no such heading"
+		done < <(grep -o '\[[^]]*\]([^) ]*)' "$f" | sed 's/^\[[^]]*\](\(.*\))$/\1/')
+	done
+}
+
+# bad_doc_refs ROOT: "FILE:LINE: REFERENCE: why" for each reference to a
+# part of the design record anywhere in the tree under ROOT (sources,
+# headers, scripts, tests, the makefile, bench/, the README, the man
+# pages and the record itself): NOTES.md or docs/NAME.md (NAME in lower
+# case), maybe a comma, then a heading in double quotes, all on one line
+# (a reference whose quote does not close on its line cannot be checked,
+# and is refused). Its file must exist and have that heading
+# (heading_ok). Build trees and .git are not read.
+bad_doc_refs() {
+	local root=$1 hit loc ref file head
+	while IFS= read -r hit; do
+		loc=${hit%"${hit#*:*:}"}
+		ref=${hit#"$loc"}
+		file=${ref%%.md*}.md
+		if [[ $ref != *'"'*'"' ]]; then
+			echo "$loc $ref: the heading's quote does not close on this line"
+			continue
+		fi
+		head=${ref#*\"}
+		head=${head%\"}
+		if [[ ! -f $root/$file ]]; then
+			echo "$loc $ref: no such file"
+		elif ! heading_ok "$root/$file" "$head"; then
+			echo "$loc $ref: no such heading in $file"
+		fi
+	done < <(cd "$root" && grep -rIonE --exclude-dir=.git --exclude-dir='build*' \
+		'(NOTES|docs/[a-z0-9-]+)\.md,? "([^"]*"|[^"]*$)' .)
+}

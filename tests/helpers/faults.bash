@@ -67,7 +67,7 @@ fi_call() {
 # the user.* xattrs of every entry.
 # The link count of a file with several names is shown as "linked": for
 # a lower hard link copied up through the index it is a bound that may
-# count a name removed through the view (NOTES: never misses one), and the
+# count a name removed through the view (docs/union.md "Copy-up": never misses one), and the
 # kernel's count of a live mount (adjusted at each link and unlink) can be
 # exact where a fresh daemon's is that bound. The names themselves, and
 # their content, are compared.
@@ -156,7 +156,7 @@ WL_whiteout=(
 # Names made again over their whiteouts: a file create, a directory
 # (opaque: the deleted one's lower children stay hidden), a symlink, a
 # fifo (mknod) and a hard link, each made whole in the staging directory
-# and put over the whiteout in one step (NOTES.md, "Crash consistency").
+# and put over the whiteout in one step (docs/durability.md "Crash consistency and fault injection").
 wl_recreate_setup() {
 	wl_whiteout_setup "$@"
 }

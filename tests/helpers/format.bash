@@ -8,7 +8,7 @@
 FMT=$TOOLS/format_fuzz
 
 # CRC32C (Castagnoli) written independently of whiteout/crc32c.c, bit by
-# bit from NOTES.md, so the tests read the format as a second reader would.
+# bit from docs/format.md "On-disk format", so the tests read the format as a second reader would.
 # fmt_py HEX... or with stdin: python3 with crc32c() defined.
 _FMT_PY_CRC='
 def crc32c(data, crc=0):

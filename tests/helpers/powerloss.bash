@@ -2,8 +2,9 @@
 # make test) and tests/stress/powerloss.bats (long ones, make stress and
 # make crash). Load after helpers/common.
 #
-# The explorer is tests/crash/explore (its header and NOTES.md "Power
-# loss" say what it does). It makes its own image and uses one loop device
+# The explorer is tests/crash/explore (its header and
+# docs/durability.md "Power loss" say what it does). It makes its own image and
+# uses one loop device
 # at a time; its work directory is in the test's, so the suite's cleanup
 # finds whatever a killed run left mounted or attached there.
 

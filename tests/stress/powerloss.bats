@@ -4,7 +4,7 @@
 # by default) of the workload of tests/crash/explore checked against that
 # mode's rules, and the volatile flag's rule. A fresh seed each run unless
 # PL_SEED is set; every run prints its seed. See tests/81-powerloss.bats
-# for the short ones, NOTES.md "Power loss" for the rules. About 0.5 s a
+# for the short ones, docs/durability.md "Power loss" for the rules. About 0.5 s a
 # state on ext4, 0.6 s on XFS (2 cores).
 
 load ../helpers/common

@@ -1,5 +1,5 @@
 /* blkrec: a block-write recorder for the power-loss explorer
- * (tests/crash/explore, NOTES.md "Power loss").
+ * (tests/crash/explore, docs/durability.md "Power loss").
  *
  *   blkrec serve IMAGE LOG MOUNTPOINT
  *   blkrec list LOG

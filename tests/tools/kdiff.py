@@ -30,8 +30,9 @@
                                --mid adds a middle ro layer that kernel
                                overlayfs wrote (Loop.layers; a short run
                                in 75-kdiff, none in the stress test while
-                               the bug NOTES.md "Differences from kernel
-                               overlayfs" has open); --inject
+                               the bug
+                               docs/overlayfs.md "Differences from kernel overlayfs"
+                               has open); --inject
                                puts a difference into the kernel's lower
                                on purpose (inject())
 
@@ -517,8 +518,9 @@ def compare_dumps(la, lb, known=None, cross=False):
 
 
 def tolerated(p, i, ea, eb, known, cross):
-    """The documented differences (NOTES.md "Differences from kernel
-    overlayfs"), each as narrow as it can be said. Only names that are a
+    """The documented differences
+    (docs/overlayfs.md "Differences from kernel overlayfs"), each as narrow as
+    it can be said. Only names that are a
     lower file of several names have any."""
     # a directory's count of 1 is "not counted" (a merged directory) in
     # both; which directories are merged differs (the kernel copies up the
@@ -529,7 +531,7 @@ def tolerated(p, i, ea, eb, known, cross):
     if p not in known.hl:
         return False
     # stackfs's link count of such a file may count a name twice or one
-    # deleted through the view, never miss one (NOTES.md "Copy-up"); the
+    # deleted through the view, never miss one (docs/union.md "Copy-up"); the
     # kernel's index counts exactly
     if not cross:
         return i == NLINK and int(ea[NLINK]) > int(eb[NLINK])
@@ -582,8 +584,8 @@ def notempty_as_eexist(x, y):
     checks the union's directory and answers ENOTEMPTY on every
     filesystem (as the kernel does for a merged one); the kernel passes
     on what the upper's filesystem answers for an upper-only one, which
-    on XFS is EEXIST. rename(2) allows both (NOTES.md "Differences from
-    kernel overlayfs")."""
+    on XFS is EEXIST. rename(2) allows both
+    (docs/overlayfs.md "Differences from kernel overlayfs")."""
     fx, fy = x.split(" "), y.split(" ")
     return len(fx) == 7 and fx[1] == "rename" and fx[4] == "0" and \
         fx[:6] == fy[:6] and fx[6] == "ENOTEMPTY" and fy[6:] == ["EEXIST"]
@@ -658,7 +660,7 @@ def selftest(d):
 # kernel only with an index), metacopy=off (stackfs copies the data)
 KOPTS = "redirect_dir=on,index=on,metacopy=off"
 # the kernel over stackfs's upper: metacopy=on, as stackfs makes
-# metadata-only copies by default (NOTES.md "Metadata-only copy-up"), which
+# metadata-only copies by default (docs/union.md "Metadata-only copy-up"), which
 # a kernel mounted metacopy=off refuses to follow
 XOPTS = "redirect_dir=on,index=on,metacopy=on"
 
@@ -774,8 +776,8 @@ class Loop:
                       compare_dumps(k_dump, ks, known, cross=True))
         if self.style != "overlay":
             return out
-        # the kernel shows stackfs's metadata directory (NOTES.md
-        # "Differences from kernel overlayfs"): checked, then left out
+        # the kernel shows stackfs's metadata directory
+        # (docs/overlayfs.md "Differences from kernel overlayfs"): checked, then left out
         sk = self.on_view(lambda: self.kmount(lows, p["up"], p["xw"], XOPTS),
                           self.kumount, lambda: kernel_over_sfs(self.kmnt))
         out += section("stackfs's upper (A stackfs, B kernel over it)",
@@ -787,7 +789,7 @@ def kernel_over_sfs(view):
     """The kernel's view of a stackfs upper, but `.stackfs`, which it
     shows (a directory, as stackfs made it)."""
     if not os.path.isdir(os.path.join(view, ".stackfs")):
-        return ["./.stackfs: not shown by the kernel (NOTES.md says it is)"]
+        return ["./.stackfs: not shown by the kernel (docs/overlayfs.md says it is)"]
     return dump(view, [".stackfs"])
 
 
