@@ -78,8 +78,10 @@ END {
 
 	print "## Workloads"
 	print ""
-	print "| workload | stackfs | overlayfs | fuse-overlayfs | ext4 | stackfs/ovl | stackfs/fov | stackfs/ext4 | target | met |"
-	print "|---|---|---|---|---|---|---|---|---|---|"
+	print "floor: the FUSE floor, a plain passthrough of the directory the row reads (or writes to) with stackfs's FUSE settings (bench/floor.c). A row where stackfs is slower than the floor is marked: a bug to find (issue 35)."
+	print ""
+	print "| workload | stackfs | overlayfs | fuse-overlayfs | floor | ext4 | stackfs/ovl | stackfs/fov | stackfs/floor | stackfs/ext4 | target | met |"
+	print "|---|---|---|---|---|---|---|---|---|---|---|---|"
 	for (i = 1; i in order; i++) {
 		key = order[i]
 		if (!(key in seen))
@@ -87,6 +89,13 @@ END {
 		ro = ratio(key, "stackfs", "overlayfs")
 		rf = ratio(key, "stackfs", "fuse-overlayfs")
 		re = ratio(key, "stackfs", "ext4")
+		rl = ratio(key, "stackfs", "floor")
+		rls = rs(rl)
+		if (rl != "" && rl > 1) {
+			rls = "**" rls "** (slower)"
+			slow[++nslow] = sprintf("%s: %.2f× the floor (%s against %s)", label[key], rl, \
+				num(med(key, "stackfs")), num(med(key, "floor")))
+		}
 		c = cls[key]
 		met = "—"
 		t = ""
@@ -111,11 +120,21 @@ END {
 				miss(label[key] ": " why)
 			}
 		}
-		printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", label[key], \
-			cell(key, "stackfs"), cell(key, "overlayfs"), cell(key, "fuse-overlayfs"), cell(key, "ext4"), \
-			rs(ro), rs(rf), rs(re), t, met
+		printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", label[key], \
+			cell(key, "stackfs"), cell(key, "overlayfs"), cell(key, "fuse-overlayfs"), cell(key, "floor"), \
+			cell(key, "ext4"), rs(ro), rs(rf), rls, rs(re), t, met
 	}
 	print ""
+
+	if (nslow) {
+		print "## Slower than the FUSE floor"
+		print ""
+		print "Rows where stackfs took longer than a plain FUSE passthrough of the same directory (medians of this run; on a shared machine a ratio near 1 may be noise, min–max in the table says how much):"
+		print ""
+		for (i = 1; i <= nslow; i++)
+			print "- " slow[i]
+		print ""
+	}
 
 	if ("cu_sparse" in seen && "cu_small" in seen) {
 		print "## Copy-up: cost proportional to the data"
@@ -154,14 +173,17 @@ END {
 		print ""
 		print "stackfs takes FUSE over io_uring by default where the fuse module allows it (`enable_uring`, which this run sets: the stackfs column of the other tables); `-o nouring` reads requests from /dev/fuse and answers with writev(2). The ratio is io_uring's time over /dev/fuse's: below 1, io_uring is faster."
 		print ""
-		print "| workload | io_uring | /dev/fuse | io_uring / dev |"
-		print "|---|---|---|---|"
+		print "The floor (bench/floor.c) is served over /dev/fuse: /dev/fuse / floor is what stackfs costs over a plain FUSE passthrough on the same transport."
+		print ""
+		print "| workload | io_uring | /dev/fuse | floor | io_uring / dev | /dev/fuse / floor |"
+		print "|---|---|---|---|---|---|"
 		for (i = 1; i in order; i++) {
 			key = order[i]
 			if (!((key SUBSEP "stackfs-devfuse") in n))
 				continue
-			printf "| %s | %s | %s | %s |\n", label[key], cell(key, "stackfs"), \
-				cell(key, "stackfs-devfuse"), rs(ratio(key, "stackfs", "stackfs-devfuse"))
+			printf "| %s | %s | %s | %s | %s | %s |\n", label[key], cell(key, "stackfs"), \
+				cell(key, "stackfs-devfuse"), cell(key, "floor"), \
+				rs(ratio(key, "stackfs", "stackfs-devfuse")), rs(ratio(key, "stackfs-devfuse", "floor"))
 		}
 		print ""
 	}
@@ -347,7 +369,7 @@ END {
 		split(k, kk, SUBSEP)
 		line[kk[1], kk[2]] = 1
 	}
-	split("stackfs overlayfs fuse-overlayfs ext4 overlayfs-mc stackfs-mcoff stackfs-volatile stackfs-always stackfs-devfuse stackfs-2 stackfs-16 stackfs-128 stackfs-1000 overlayfs-2 overlayfs-16", sl, " ")
+	split("stackfs overlayfs fuse-overlayfs floor ext4 overlayfs-mc stackfs-mcoff stackfs-volatile stackfs-always stackfs-devfuse stackfs-2 stackfs-16 stackfs-128 stackfs-1000 overlayfs-2 overlayfs-16", sl, " ")
 	split("create create_load stat_cold stat_warm list rm rm_load seqwrite seqread rand1 rand4 cu_big cu_big_sync cu_small cu_sparse cu_sparse_sync untar chown chown_sync br_stat br_list many_stat", ol, " ")
 	for (i = 1; i in ol; i++)
 		for (j = 1; j in sl; j++) {
