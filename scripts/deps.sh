@@ -38,6 +38,9 @@ test_pkgs=(
 	uidmap
 	# tests/03-package installs the .deb into a fresh bookworm root
 	mmdebstrap
+	# tests/03-bench checks the bench's tools, whose columns are kernel
+	# overlayfs, fuse-overlayfs and the FUSE floor
+	fuse-overlayfs
 	# make fuzz: clang and its runtimes. libFuzzer (and clang's ASan) is in
 	# libclang-rt-N-dev, which clang only recommends; libclang-rt-dev
 	# follows the default clang version.
