@@ -270,10 +270,15 @@ DIR *sfs_do_opendir(int dirfd, const char *name)
 	return d;
 }
 
+/* a filesystem without O_TMPFILE (a FUSE one such as GlusterFS's client,
+ * NFS before 4.2...): every caller stages under a name instead, and the
+ * mount said so once (stackfs/branches/branch_caps.c) */
+static const int tmpfile_ok[] = { EOPNOTSUPP, EISDIR, 0 };
+
 int sfs_do_tmpfile(int dirfd, int flags, mode_t mode)
 {
 	return (int)done("tmpfile", dirfd, "", NULL,
-			 openat(dirfd, ".", flags | O_TMPFILE | O_CLOEXEC, mode), NULL);
+			 openat(dirfd, ".", flags | O_TMPFILE | O_CLOEXEC, mode), tmpfile_ok);
 }
 
 int sfs_do_reopen(int fd, int flags)
@@ -344,6 +349,43 @@ int sfs_do_unlinkat(int dirfd, const char *name, int flags)
 			 unlinkat(dirfd, name, flags), unlink_ok);
 }
 
+/* RENAME_NOREPLACE where the filesystem has no renameat2 flags (a FUSE
+ * filesystem without RENAME2, such as GlusterFS's client, answers
+ * EINVAL): a non-directory is linked to the new name, which fails with
+ * EEXIST if it is taken, as atomic as the flag, then unlinked from the
+ * old (a crash between leaves both names: the old one is in a staging
+ * directory that the next mount empties); a directory, which cannot be
+ * linked, is renamed only after the new name is seen free, so one made
+ * there in between is replaced if empty (rename(2)'s rule) and refused
+ * with ENOTEMPTY otherwise. -1 with errno as renameat2 sets it. */
+static int rename_noreplace_compat(int od, const char *on, int nd, const char *nn)
+{
+	struct stat st;
+	int e;
+
+	if (fstatat(od, on, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -1;
+	if (!S_ISDIR(st.st_mode)) {
+		if (linkat(od, on, nd, nn, 0) == 0) {
+			if (unlinkat(od, on, 0) == 0)
+				return 0;
+			e = errno;
+			unlinkat(nd, nn, 0);
+			errno = e;
+			return -1;
+		}
+		if (errno != EPERM && errno != EOPNOTSUPP && errno != EMLINK)
+			return -1; /* EEXIST, above all */
+	}
+	if (fstatat(nd, nn, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		errno = EEXIST;
+		return -1;
+	}
+	if (errno != ENOENT)
+		return -1;
+	return renameat(od, on, nd, nn);
+}
+
 int sfs_do_renameat2(int olddirfd, const char *oldname, int newdirfd, const char *newname,
 		     unsigned flags)
 {
@@ -351,10 +393,28 @@ int sfs_do_renameat2(int olddirfd, const char *oldname, int newdirfd, const char
 	int r = renameat2(olddirfd, oldname, newdirfd, newname, flags);
 	int saved = errno;
 
+	/* a filesystem without the flags: what NOREPLACE means can be kept
+	 * (RENAME_EXCHANGE and RENAME_WHITEOUT cannot: their callers take
+	 * another way on such a branch, branches/branch_caps.c) */
+	if (r < 0 && saved == EINVAL && flags == RENAME_NOREPLACE) {
+		r = rename_noreplace_compat(olddirfd, oldname, newdirfd, newname);
+		saved = errno;
+	}
+
 	where(newdirfd, newname, to, sizeof(to));
 	snprintf(what, sizeof(what), "-> %s", to);
 	errno = saved;
 	return (int)done("rename", olddirfd, oldname, what, r, rename_ok);
+}
+
+/* What a filesystem answers to renameat2 flags (a probe: no emulation,
+ * and a refusal is no failure to log). */
+static const int rename_probe_ok[] = { EINVAL, EPERM, EOPNOTSUPP, ENOSYS, 0 };
+
+int sfs_do_rename_probe(int dirfd, const char *from, const char *to, unsigned flags)
+{
+	return (int)done("rename probe", dirfd, from, to,
+			 renameat2(dirfd, from, dirfd, to, flags), rename_probe_ok);
 }
 
 int sfs_do_stat(int dirfd, const char *name, struct stat *st)
@@ -371,8 +431,14 @@ int sfs_do_stat(int dirfd, const char *name, struct stat *st)
 
 int sfs_do_fstat(int fd, struct stat *st)
 {
-	return (int)done("stat", fd, "", NULL,
-			 fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW), NULL);
+	int r = fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW), tries;
+
+	/* GlusterFS's client answers EBADFD now and then to the fstat of an
+	 * O_PATH fd of a file just linked in (a copy-up's): asked again, it
+	 * answers (docs/distributed.md "What a branch's filesystem lacks") */
+	for (tries = 0; r < 0 && errno == EBADFD && tries < 3; tries++)
+		r = fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
+	return (int)done("stat", fd, "", NULL, r, NULL);
 }
 
 int sfs_do_fchownat(int dirfd, const char *name, uid_t uid, gid_t gid, int flags)

@@ -74,8 +74,15 @@ int sfs_do_linkat(int olddirfd, const char *oldname, int newdirfd,
  * AT_EMPTY_PATH, or through /proc without CAP_DAC_READ_SEARCH. */
 int sfs_do_link_fd(int fd, int dirfd, const char *name);
 int sfs_do_unlinkat(int dirfd, const char *name, int flags);
+/* renameat2; RENAME_NOREPLACE alone is kept where the filesystem has no
+ * flags (EINVAL: a FUSE filesystem without RENAME2): by link and unlink
+ * for a non-directory, after a check for a directory (bio.c). */
 int sfs_do_renameat2(int olddirfd, const char *oldname, int newdirfd,
 		     const char *newname, unsigned flags);
+/* renameat2(dirfd, from, dirfd, to, flags) as it is, for a probe of what
+ * the filesystem can do: 0 or -errno; EINVAL, EPERM, EOPNOTSUPP are
+ * answers, not failures. */
+int sfs_do_rename_probe(int dirfd, const char *from, const char *to, unsigned flags);
 
 /* ---- attributes ----------------------------------------------------- */
 

@@ -215,6 +215,32 @@ static int find_in_mountinfo(const char *mp, struct sfs_mountinfo *out)
 	return ret < 0 ? ret : b.found ? 0 : -ENOENT;
 }
 
+struct by_dev_type {
+	unsigned major, minor;
+	char *fstype;
+	size_t len;
+	bool found;
+};
+
+static int match_dev(const struct mi_line *m, void *arg)
+{
+	struct by_dev_type *b = arg;
+
+	if (m->major != b->major || m->minor != b->minor)
+		return 0;
+	snprintf(b->fstype, b->len, "%s", m->type);
+	b->found = true;
+	return 1;
+}
+
+int sfs_runtime_fstype_of(unsigned major, unsigned minor, char *fstype, size_t len)
+{
+	struct by_dev_type b = { .major = major, .minor = minor, .fstype = fstype, .len = len };
+	int ret = mi_each(match_dev, &b);
+
+	return ret < 0 ? ret : b.found ? 0 : -ENOENT;
+}
+
 int sfs_runtime_find_mountinfo(const char *mountpoint, struct sfs_mountinfo *out)
 {
 	char *canon = canon_parent(mountpoint);

@@ -33,6 +33,11 @@ struct sfs_mountinfo {
  * as below). 0 or -errno (-ENOENT: not mounted). */
 int sfs_runtime_find_mountinfo(const char *mountpoint, struct sfs_mountinfo *out);
 
+/* The filesystem type of the device major:minor as mountinfo names it
+ * ("ext4", "fuse.glusterfs"; bind mounts of one device share it): 0, or
+ * -errno (-ENOENT: no mount of it here). */
+int sfs_runtime_fstype_of(unsigned major, unsigned minor, char *fstype, size_t len);
+
 /* Finds the newest mount on `mountpoint` (canonicalised) in
  * /proc/self/mountinfo and returns its device number and fs type
  * ("fuse.stackfs" for ours). Returns 0 or -errno (-ENOENT: not mounted). */

@@ -342,6 +342,21 @@ static uint32_t wanted_flags(uint32_t flags, int whiteout_style)
 	return sfs_records_user() ? flags | SFS_META_F_USERXATTR : flags;
 }
 
+int sfs_meta_set_style(struct sfs_meta *m, int whiteout_style)
+{
+	struct sfs_header h = { .version = m->version, .ctime = m->ctime };
+	int ret;
+
+	h.flags = wanted_flags(m->flags, whiteout_style);
+	if (h.flags == m->flags)
+		return 0;
+	memcpy(h.uuid, m->uuid, sizeof(h.uuid));
+	ret = write_header(m->dir_fd, &h);
+	if (ret == 0)
+		m->flags = h.flags;
+	return ret;
+}
+
 int sfs_meta_open(int at_fd, int whiteout_style, bool upgrade,
 		  struct sfs_meta *m, char *err, size_t errlen)
 {

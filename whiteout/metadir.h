@@ -246,6 +246,9 @@ int sfs_meta_check(int at_fd, enum sfs_meta_state *state,
  * On failure *m is closed (all fds -1). */
 int sfs_meta_open(int at_fd, int whiteout_style, bool upgrade,
 		  struct sfs_meta *m, char *err, size_t errlen);
+/* Records another whiteout style in the header of an open metadata dir
+ * (0 aufs, 1 overlay): 0, or -errno with the header as it was. */
+int sfs_meta_set_style(struct sfs_meta *m, int whiteout_style);
 void sfs_meta_close(struct sfs_meta *m);
 
 /* The header flags of the metadata dir beneath at_fd, read without

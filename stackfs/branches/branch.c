@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "stackfs/branches/branch.h"
+#include "stackfs/branches/branch_caps.h"
 #include "common/escape.h"
 #include "common/runtime.h"
 #include "stackfs/stackfs.h"
@@ -366,6 +367,20 @@ static int change_data_order(const struct sfs_snap *s, char *err, size_t errlen)
 	return 0;
 }
 
+/* What the branch's filesystem lacks, and the way taken instead: one
+ * line, a note (the mount goes on). */
+static void note_caps(const struct sfs_branch *b, unsigned idx)
+{
+	char line[1024];
+
+	sfs_branch_caps_line(b, sfs_m.opts.timeout, sfs_m.opts.coherent, line, sizeof(line));
+	if (!line[0])
+		return;
+	if (!sfs_log_keeps_stderr())
+		fprintf(stderr, "stackfs: note: branch #%u (\"%s\"): %s\n", idx, b->path, line);
+	sfs_log(SFS_LOG_WARN, "branch #%u (\"%s\"): %s", idx, b->path, line);
+}
+
 /* A read-only branch in the middle of a commit (its marker) shows half
  * of it: refused like a rw one (sfs_meta_check says the same). The
  * marker is where the branch's metadata is: a workdir its root records
@@ -441,6 +456,8 @@ int sfs_snap_open(const struct sfs_branch_spec *specs, size_t n,
 			ret = pending_check(b, i + 1, &specs[i], err, errlen);
 			if (ret)
 				goto out_free;
+			sfs_branch_caps_probe_ro(b);
+			note_caps(b, i);
 		}
 		if (s->top_rw < 0 && b->mode == SFS_BRANCH_RW)
 			s->top_rw = (int)i;
@@ -512,6 +529,23 @@ static int record_workdir(const struct sfs_branch *b, char *why, size_t len)
 	return ret;
 }
 
+/* whiteout=overlay on a filesystem that cannot make overlay whiteouts
+ * in one step (a rename leaving one behind, or one swapped over a
+ * directory): the mount writes .wh.NAME ones instead, which every mount
+ * and fsck read as well, and the header records the style written. */
+static int overlay_to_wh(const struct sfs_branch *b, struct sfs_meta *m, char *err,
+			 size_t errlen)
+{
+	int ret = sfs_meta_set_style(m, SFS_WH_AUFS);
+
+	if (ret < 0)
+		berr(err, errlen, "branch \"%s\": cannot record the whiteout style: %s", b->path,
+		     strerror(-ret));
+	else
+		sfs_m.opts.whiteout = SFS_WH_AUFS;
+	return ret;
+}
+
 static int meta_open(struct sfs_branch *b, unsigned idx, int style, bool upgrade,
 		     char *err, size_t errlen)
 {
@@ -543,7 +577,10 @@ static int meta_open(struct sfs_branch *b, unsigned idx, int style, bool upgrade
 	b->work_fd = m->work_fd;
 	warn_writers(b, idx);
 	warn_moved(b, idx);
-	return 0;
+	sfs_branch_caps_probe_rw(b, b->work_fd);
+	ret = style > 0 && (b->lacks & SFS_LACKS_WHITEOUT) ? overlay_to_wh(b, m, err, errlen) : 0;
+	note_caps(b, idx);
+	return ret;
 }
 
 /* Records the branch list in every rw branch, for fsck and diff: the

@@ -48,6 +48,7 @@ struct sfs_branch {
 	uint32_t fs_id;           /* stable id of its filesystem (registry) */
 	uint32_t id;              /* stable id of the branch (registry) */
 	uint8_t fh_kind;          /* nfs_export=on: its file handles (export.c) */
+	unsigned lacks;           /* what its filesystem cannot do (branch_caps.h) */
 };
 
 /* An immutable, refcounted view of the branch set, highest priority

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <linux/limits.h>
 
+#include "stackfs/branches/branch_caps.h"
 #include "stackfs/copyup/copy_stage.h"
 #include "whiteout/metacopy.h"
 #include "whiteout/metadir.h"
@@ -279,6 +280,18 @@ static int keep_nameless(const struct sfs_layer *src, mode_t mode, int workfd,
 	return copy_file_flags(src, s->fd, mode);
 }
 
+/* Whether a fresh copy that lost its name can be kept nameless. Not on
+ * a branch without O_TMPFILE, where it was staged under a name: such a
+ * filesystem need not keep an unlinked file usable (GlusterFS's client
+ * answers ESTALE to the reopen of one). There the call fails with
+ * ESTALE, on which the kernel looks the name up again and redoes it on
+ * what the name now holds (the file renamed over it, or nothing): the
+ * call then comes after the change, as it may. */
+static bool nameless_usable(const struct sfs_branch *tb, const struct staged *s)
+{
+	return !s->fresh || !(tb->lacks & SFS_LACKS_TMPFILE);
+}
+
 /* Copies non-directory n, reached by parent/name (stack pst), into branch
  * bidx. When the name has gone to another entry since n was reached by it
  * (a rename over it, an unlink), the copy stays nameless: the open or
@@ -315,7 +328,8 @@ static int copy_file_into(struct sfs_node *n, const struct sfs_stack *st,
 			ret = sfs_cu_sync_placed(s.fd, src.st_mode, dl->fd);
 	}
 	if (ret == 0 && !placed)
-		ret = keep_nameless(&st->l[0], src.st_mode, workfd, &s);
+		ret = nameless_usable(tb, &s) ? keep_nameless(&st->l[0], src.st_mode, workfd, &s) :
+						-ESTALE;
 	if (ret < 0) {
 		sfs_cu_unstage(workfd, &s, src.st_mode);
 		return ret;

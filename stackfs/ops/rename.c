@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/bio.h"
+#include "stackfs/branches/branch_caps.h"
 #include "stackfs/ops/ops.h"
 
 /* One end of a rename. */
@@ -279,7 +280,7 @@ static int rn_do(struct rn *r, const struct sfs_layer *npl, unsigned rflags)
 {
 	const struct sfs_layer *pl = sfs_stack_in(r->src.pst, r->kb);
 	struct sfs_branch *br = r->kb;
-	bool ovl = sfs_wh_style_for(r->src.name, sfs_m.opts.whiteout) == SFS_WH_OVERLAY, aufs_wh;
+	bool ovl = sfs_wh_style_for(r->src.name, sfs_m.opts.whiteout) == SFS_WH_OVERLAY, aufs_wh, late_wh;
 	int below = 0, ret;
 
 	if (!(rflags & RENAME_EXCHANGE))
@@ -291,6 +292,12 @@ static int rn_do(struct rn *r, const struct sfs_layer *npl, unsigned rflags)
 		rflags = RENAME_EXCHANGE;
 	else if (below && ovl)
 		rflags |= RENAME_WHITEOUT;
+	/* a name too long for ".wh.NAME" on a branch without the flag: the
+	 * device is made after the rename (the lower entry shows at the old
+	 * name in between, a copy rather than a move after a crash there) */
+	late_wh = (rflags & RENAME_WHITEOUT) && (br->lacks & SFS_LACKS_WHITEOUT);
+	if (late_wh)
+		rflags &= ~(unsigned)RENAME_WHITEOUT;
 	if (aufs_wh) {
 		ret = sfs_wh_create(pl->fd, r->src.name, br->work_fd, SFS_WH_AUFS);
 		if (ret < 0)
@@ -302,6 +309,9 @@ static int rn_do(struct rn *r, const struct sfs_layer *npl, unsigned rflags)
 			sfs_wh_remove(pl->fd, r->src.name); /* the old name stays */
 		return ret;
 	}
+	if (late_wh && (ret = sfs_wh_create(pl->fd, r->src.name, br->work_fd, SFS_WH_OVERLAY)) < 0)
+		sfs_log(SFS_LOG_WARN, "rename of \"%s\": its whiteout: %s (the lower entry shows)",
+			r->src.name, strerror(-ret));
 	rn_after_wh(r, pl->fd, npl, below);
 	if (below)
 		sfs_count(whiteouts, 1);
