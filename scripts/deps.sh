@@ -36,6 +36,9 @@ test_pkgs=(
 	# user's subordinate ids, as rootless podman does); podman only
 	# recommends uidmap, and recommends are not installed here
 	uidmap
+	# tests/47-gluster: a GlusterFS volume served here (glusterd, the gluster
+	# command) and mounted by its FUSE client (mount.glusterfs)
+	glusterfs-server glusterfs-cli glusterfs-client
 	# tests/03-package installs the .deb into a fresh bookworm root
 	mmdebstrap
 	# tests/03-bench checks the bench's tools, whose columns are kernel

@@ -54,6 +54,8 @@ _sfs_patch_fn bats_debug_trap \
 _sfs_patch_fn bats_version_lt 'local i;'
 
 SFS_REPO=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
+# GlusterFS volumes as branch filesystems (SFS_FS=glusterfs, tests/47-gluster)
+source "${BASH_SOURCE[0]%/*}/gluster.bash"
 : "${SFS_BUILD:=$SFS_REPO/build}"
 : "${SFS_FS:=ext4}"
 export SFS_BUILD SFS_FS
@@ -194,6 +196,8 @@ sfs_tools_for_others() {
 # sfs_make_image FS SIZE_MB [NAME [MOUNT_OPTS]]
 # Makes a loop image with filesystem FS (ext4 with ea_inode and 256-byte
 # inodes, or xfs with reflink), mounts it and prints the mount directory.
+# glusterfs: a GlusterFS volume on an ext4 image, mounted by its client
+# (helpers/gluster.bash).
 sfs_make_image() {
 	local fs=$1 size=$2 name=${3:-img} mopts=${4:-} dir img loop scope
 	scope=$(_sfs_scope_dir)
@@ -211,8 +215,13 @@ sfs_make_image() {
 		truncate -s "${size}M" "$img" || return 1
 		mkfs.xfs -q -f -m reflink=1 "$img" >&2 || { echo "mkfs.xfs failed on $img" >&2; return 1; }
 		;;
+	glusterfs)
+		# a volume on an ext4 brick, mounted by GlusterFS's client
+		sfs_gluster_image "$size" "$name"
+		return
+		;;
 	*)
-		echo "sfs_make_image: unknown filesystem '$fs' (ext4 or xfs)" >&2
+		echo "sfs_make_image: unknown filesystem '$fs' (ext4, xfs or glusterfs)" >&2
 		return 1
 		;;
 	esac
@@ -515,6 +524,8 @@ _sfs_run_list() {
 		rest:loop) _sfs_detach_loop "$arg" ;;
 		rest:symlink) [[ -L $arg && $(readlink "$arg") == "$SFS" ]] && rm -f "$arg" ;;
 		rest:shared) [[ $arg == /tmp/stackfs-shared.* ]] && rm -rf "$arg" ;;
+		rest:glvol) _sfs_gluster_drop "$arg" ;;
+		rest:glusterd) _sfs_glusterd_stop "$arg" ;;
 		esac
 	done
 	# daemons recorded at mount time must have ended with their mounts
@@ -539,6 +550,7 @@ _sfs_sweep() {
 		for ((i = 0; i < ${#targets[@]}; i++)); do
 			type=${types[i]} target=${targets[i]}
 			[[ $which == all || $type == fuse* ]] || continue
+			[[ $type == "${_SFS_SWEEP_KEEP:-}" ]] && continue
 			fresh=0
 			echo "cleanup: $target ($type) was left mounted" >&2
 			if [[ $type == fuse.hangfs ]]; then
@@ -577,7 +589,10 @@ sfs_cleanup() {
 		local list=$BATS_TEST_TMPDIR/.sfs-cleanup
 		_sfs_run_list "$list" hang
 		_sfs_run_list "$list" fuse
-		_sfs_sweep fuse "$BATS_TEST_TMPDIR" "$BATS_FILE_TMPDIR"
+		_sfs_sweep fuse "$BATS_TEST_TMPDIR"
+		# the file's GlusterFS client mounts (its volume, its "hosts")
+		# outlive each test: FUSE mounts too, but the file's own
+		_SFS_SWEEP_KEEP=fuse.glusterfs _sfs_sweep fuse "$BATS_FILE_TMPDIR"
 		_sfs_run_list "$list" rest
 		rm -f "$list"
 		# and bind mounts a test made inside the file's images
