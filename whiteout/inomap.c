@@ -411,6 +411,41 @@ int sfs_meta_ino_find(struct sfs_meta *m, uint32_t fs_id, uint64_t ino,
 	return e != NULL;
 }
 
+/* A batch of this thread's allocations (the entries of one READDIRPLUS
+ * reply): their records are written as they come and made durable by one
+ * fdatasync when the batch ends, before the reply carries any of their
+ * numbers out of the daemon. A sync per new number made a first listing
+ * of 2,000 names on a GlusterFS lower 1.5 s slower than the next one
+ * (docs/distributed.md). One metadata dir per batch; another one's
+ * allocations are synced at once. */
+static __thread bool batch_on;
+static __thread struct sfs_meta *batch_dirty;
+
+void sfs_meta_ino_batch_begin(void)
+{
+	batch_on = true;
+	batch_dirty = NULL;
+}
+
+int sfs_meta_ino_batch_end(void)
+{
+	struct sfs_meta *m = batch_dirty;
+
+	batch_on = false;
+	batch_dirty = NULL;
+	return m && fdatasync(m->ino_fd) < 0 ? -errno : 0;
+}
+
+/* After a record was written: durable now, or at the batch's end. */
+static int ino_record_sync(struct sfs_meta *m)
+{
+	if (batch_on && (!batch_dirty || batch_dirty == m)) {
+		batch_dirty = m;
+		return 0;
+	}
+	return fdatasync(m->ino_fd) < 0 ? -errno : 0;
+}
+
 int sfs_meta_ino_alloc(struct sfs_meta *m, uint32_t fs_id, uint64_t ino,
 		       uint64_t *out)
 {
@@ -441,8 +476,8 @@ int sfs_meta_ino_alloc(struct sfs_meta *m, uint32_t fs_id, uint64_t ino,
 	 * was not handed out */
 	sfs_ino_encode(fs_id, ino, idx, &d);
 	ret = pwrite_all(m->ino_fd, &d, sizeof(d), (off_t)(SFS_INO_REC_SIZE * (idx + 1)));
-	if (!ret && fdatasync(m->ino_fd) < 0)
-		ret = -errno;
+	if (!ret)
+		ret = ino_record_sync(m);
 	if (ret)
 		goto out;
 	m->ino.nrec++;

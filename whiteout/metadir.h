@@ -279,12 +279,18 @@ int sfs_meta_reg_release(struct sfs_meta *m);
 
 /* An allocated, persistent, never-reused union inode number for
  * (fs_id, ino): the same one every time for the same pair. Persisted
- * (appended and fdatasync'd) before it is returned. Thread-safe.
+ * (appended and fdatasync'd) before it is returned, or inside a batch
+ * (below) before the batch ends. Thread-safe.
  * sfs_meta_ino_find only looks: 1 with *out, 0 when none. */
 int sfs_meta_ino_alloc(struct sfs_meta *m, uint32_t fs_id, uint64_t ino,
 		       uint64_t *out);
 int sfs_meta_ino_find(struct sfs_meta *m, uint32_t fs_id, uint64_t ino,
 		      uint64_t *out);
+/* Between begin and end, this thread's allocations are persisted by one
+ * fdatasync at end (0 or -errno), which must come before any of their
+ * numbers is handed out (a READDIRPLUS reply). */
+void sfs_meta_ino_batch_begin(void);
+int sfs_meta_ino_batch_end(void);
 
 /* Writes `lowers` (crash-safe: lowers.tmp, fsync, rename, fsync dir):
  * the branches of this mount, highest first, this branch included.

@@ -171,8 +171,11 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 	struct sfs_listing *d = sfs_listing_get(n);
 	char *buf = malloc(size);
 	size_t pos = 0, i = 0;
-	int ret = buf && d ? 0 : -ENOMEM;
+	int ret = buf && d ? 0 : -ENOMEM, sync_ret;
 
+	/* the entries' new inode numbers (the listing's d_ino, a plus
+	 * entry's node) made durable once, before the reply */
+	sfs_meta_ino_batch_begin();
 	if (ret == 0 && (off == 0 || !d->loaded))
 		ret = dir_load(d, n, plus);
 	for (i = ret == 0 ? dir_seek(d, off) : 0; ret == 0 && i < d->list.n; i++) {
@@ -187,6 +190,10 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 			break;
 		}
 		pos += (size_t)sz;
+	}
+	if ((sync_ret = sfs_meta_ino_batch_end()) < 0) {
+		ret = sync_ret; /* none of the numbers may leave: the kernel asks again */
+		pos = 0;
 	}
 	/* the empty reply ends a stream: the listing has served it whole */
 	if (d)
