@@ -356,42 +356,6 @@ wait_content() {
 	assert_output --partial "$G/layer2"
 }
 
-# race OP N: for each of N lower files f<i> of the view, one thread opens
-# it for writing (a copy-up) while another renames a new t<i> over it
-# (rename) or unlinks it (unlink). Prints "K failures of N" and the first
-# ones; ENOENT is an answer for an open after the unlink.
-race() {
-	python3 - "$MNT" "$@" <<'PY'
-import errno, os, sys, threading
-m, op, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-bar = threading.Barrier(2)
-errs = {}
-def work(who):
-    for i in range(n):
-        p, t = f"{m}/f{i}", f"{m}/t{i}"
-        if who == op == "rename":
-            os.close(os.open(t, os.O_CREAT | os.O_WRONLY, 0o644))
-        bar.wait()
-        try:
-            if who == "open":
-                os.close(os.open(p, os.O_WRONLY))
-            elif op == "rename":
-                os.rename(t, p)
-            else:
-                os.unlink(p)
-        except OSError as e:
-            if who == "open" and op == "unlink" and e.errno == errno.ENOENT:
-                continue
-            k = f"{who} f{i}: {errno.errorcode.get(e.errno, e.errno)}"
-            errs[k] = errs.get(k, 0) + 1
-ts = [threading.Thread(target=work, args=(w,)) for w in ("open", op)]
-[t.start() for t in ts]
-[t.join() for t in ts]
-print(f"{len(errs)} failures of {n}")
-for k in list(errs)[:10]:
-    print(k)
-PY
-}
 
 # regression: a copy that lost its name was kept as an unlinked file
 # staged by name, which GlusterFS cannot reopen: every racing open
@@ -405,7 +369,7 @@ PY
 		done
 		sfs_mount "$G/up=rw:$G/lo=ro" "$MNT"
 		ls -l "$MNT" >/dev/null
-		run -0 race "$op" 60
+		run -0 race_copyup "$op" 60
 		assert_line --index 0 "0 failures of 60"
 		if [[ $op == unlink ]]; then
 			run -0 find "$MNT" -maxdepth 1 -name 'f*'

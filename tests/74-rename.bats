@@ -473,44 +473,7 @@ check_mv_big_dir() {
 }
 
 # ------------------------------------------------------------ races with copy-up
-
-# race_copyup OP N: for each of N lower files f<i>, one thread opens it
-# for writing (a copy-up) while another, at the same moment, renames a
-# new file t<i> over it (OP rename) or unlinks it (OP unlink). Prints
-# "K failures of N", then the first failures. Either order is fine; an
-# error is not, except ENOENT for an open that comes after the unlink.
-race_copyup() {
-	python3 - "$MNT" "$@" <<'PY'
-import errno, os, sys, threading
-m, op, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-bar = threading.Barrier(2)
-errs = {}
-def work(who):
-    for i in range(n):
-        p, t = f"{m}/f{i}", f"{m}/t{i}"
-        if who == op == "rename":
-            os.close(os.open(t, os.O_CREAT | os.O_WRONLY, 0o644))
-        bar.wait()
-        try:
-            if who == "open":
-                os.close(os.open(p, os.O_WRONLY))
-            elif op == "rename":
-                os.rename(t, p)
-            else:
-                os.unlink(p)
-        except OSError as e:
-            if who == "open" and op == "unlink" and e.errno == errno.ENOENT:
-                continue
-            k = f"{who} f{i}: {errno.errorcode.get(e.errno, e.errno)}"
-            errs[k] = errs.get(k, 0) + 1
-ts = [threading.Thread(target=work, args=(w,)) for w in ("open", op)]
-[t.start() for t in ts]
-[t.join() for t in ts]
-print(f"{len(errs)} failures of {n}")
-for k in list(errs)[:10]:
-    print(k)
-PY
-}
+# (race_copyup: helpers/copyup.bash)
 
 lower_files() {
 	local i

@@ -427,23 +427,50 @@ void sfs_meta_ino_batch_begin(void)
 	batch_dirty = NULL;
 }
 
+/* Makes the records written so far durable; m->mu held. */
+static int ino_sync(struct sfs_meta *m)
+{
+	if (fdatasync(m->ino_fd) < 0)
+		return -errno;
+	m->ino_unsynced = UINT64_MAX;
+	return 0;
+}
+
 int sfs_meta_ino_batch_end(void)
 {
 	struct sfs_meta *m = batch_dirty;
+	int ret = 0;
 
 	batch_on = false;
 	batch_dirty = NULL;
-	return m && fdatasync(m->ino_fd) < 0 ? -errno : 0;
+	if (m) {
+		pthread_mutex_lock(&m->mu);
+		if (m->ino_unsynced != UINT64_MAX)
+			ret = ino_sync(m);
+		pthread_mutex_unlock(&m->mu);
+	}
+	return ret;
 }
 
-/* After a record was written: durable now, or at the batch's end. */
-static int ino_record_sync(struct sfs_meta *m)
+/* After record idx was written: durable now, or at the batch's end. */
+static int ino_record_sync(struct sfs_meta *m, uint64_t idx)
 {
 	if (batch_on && (!batch_dirty || batch_dirty == m)) {
 		batch_dirty = m;
+		if (m->ino_unsynced == UINT64_MAX)
+			m->ino_unsynced = idx;
 		return 0;
 	}
-	return fdatasync(m->ino_fd) < 0 ? -errno : 0;
+	return ino_sync(m);
+}
+
+/* A number found in the table may be one another thread's batch has not
+ * synced yet: handed out here, it is made durable first. */
+static int found_durable(struct sfs_meta *m, uint64_t union_ino)
+{
+	uint64_t idx = (union_ino & ~SFS_INO_ALLOC_BASE) - 1;
+
+	return idx >= m->ino_unsynced ? ino_sync(m) : 0;
 }
 
 int sfs_meta_ino_alloc(struct sfs_meta *m, uint32_t fs_id, uint64_t ino,
@@ -459,7 +486,9 @@ int sfs_meta_ino_alloc(struct sfs_meta *m, uint32_t fs_id, uint64_t ino,
 	pthread_mutex_lock(&m->mu);
 	e = sfs_ino_table_find(&m->ino, fs_id, ino);
 	if (e) {
-		*out = e->union_ino;
+		ret = found_durable(m, e->union_ino);
+		if (!ret)
+			*out = e->union_ino;
 		goto out;
 	}
 	if (m->ino_fd < 0) {
@@ -477,7 +506,7 @@ int sfs_meta_ino_alloc(struct sfs_meta *m, uint32_t fs_id, uint64_t ino,
 	sfs_ino_encode(fs_id, ino, idx, &d);
 	ret = pwrite_all(m->ino_fd, &d, sizeof(d), (off_t)(SFS_INO_REC_SIZE * (idx + 1)));
 	if (!ret)
-		ret = ino_record_sync(m);
+		ret = ino_record_sync(m, idx);
 	if (ret)
 		goto out;
 	m->ino.nrec++;

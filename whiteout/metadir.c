@@ -366,6 +366,7 @@ int sfs_meta_open(int at_fd, int whiteout_style, bool upgrade,
 
 	memset(m, 0, sizeof(*m));
 	m->dir_fd = m->work_fd = m->index_fd = m->lock_fd = m->ino_fd = -1;
+	m->ino_unsynced = UINT64_MAX;
 	pthread_mutex_init(&m->mu, NULL);
 	err[0] = 0;
 	/* every check first: a refused branch is left as it was */

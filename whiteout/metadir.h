@@ -116,6 +116,8 @@ struct sfs_meta {
 	bool reg_held;                 /* new ids wait for sfs_meta_reg_release */
 	bool reg_dirty;                /* ... and some were given */
 	struct sfs_ino_table ino;
+	uint64_t ino_unsynced;         /* first record written but not yet
+					* fdatasync'd (a batch's), or UINT64_MAX */
 };
 
 /* One line of `lowers`: a branch of the last mount, highest first. */

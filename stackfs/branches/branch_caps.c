@@ -34,13 +34,24 @@ int sfs_fstype_shared(const char *fstype)
 	return 0;
 }
 
+/* mountinfo is read once per filesystem, not per branch: a mount of
+ * 1,000 branches has them on a few filesystems, mostly one after the
+ * other (the last answer is kept, per thread) */
 static unsigned shared_bit(const struct sfs_branch *b)
 {
+	static __thread dev_t last_dev;
+	static __thread unsigned last_bit, known;
 	char type[64];
 
-	if (sfs_runtime_fstype_of(major(b->dev), minor(b->dev), type, sizeof(type)) < 0)
-		return 0;
-	return sfs_fstype_shared(type) ? SFS_SHARED_FS : 0;
+	if (known && last_dev == b->dev)
+		return last_bit;
+	last_bit = 0;
+	if (sfs_runtime_fstype_of(major(b->dev), minor(b->dev), type, sizeof(type)) == 0 &&
+	    sfs_fstype_shared(type))
+		last_bit = SFS_SHARED_FS;
+	last_dev = b->dev;
+	known = 1;
+	return last_bit;
 }
 
 static unsigned probe_tmpfile(int work_fd)
