@@ -128,10 +128,10 @@ static void unescape_octal(char *s)
 
 /* One line of mountinfo, split in place: "id parent maj:min root point
  * opts [optional...] - type source superopts". 0, or -EINVAL for a
- * line without these fields. point and type are unescaped. */
+ * line without these fields. point, type and source are unescaped. */
 struct mi_line {
 	unsigned id, parent, major, minor;
-	char *point, *type;
+	char *point, *type, *source;
 };
 
 static int mi_split(char *line, struct mi_line *m)
@@ -139,7 +139,7 @@ static int mi_split(char *line, struct mi_line *m)
 	char *save = NULL, *tok;
 	int field = 0, seen_sep = 0;
 
-	m->point = m->type = NULL;
+	m->point = m->type = m->source = NULL;
 	line[strcspn(line, "\n")] = '\0';
 	for (tok = strtok_r(line, " ", &save); tok; tok = strtok_r(NULL, " ", &save), field++) {
 		if ((field == 0 && sscanf(tok, "%u", &m->id) != 1) ||
@@ -148,10 +148,12 @@ static int mi_split(char *line, struct mi_line *m)
 			return -EINVAL;
 		if (field == 4)
 			m->point = tok;
-		if (field > 5 && seen_sep) {
-			m->type = tok;
+		if (field > 5 && seen_sep && m->type) {
+			m->source = tok;
 			break;
 		}
+		if (field > 5 && seen_sep)
+			m->type = tok;
 		if (field > 5 && !strcmp(tok, "-"))
 			seen_sep = 1;
 	}
@@ -159,6 +161,8 @@ static int mi_split(char *line, struct mi_line *m)
 		return -EINVAL;
 	unescape_octal(m->point);
 	unescape_octal(m->type);
+	if (m->source)
+		unescape_octal(m->source);
 	return 0;
 }
 
@@ -217,8 +221,8 @@ static int find_in_mountinfo(const char *mp, struct sfs_mountinfo *out)
 
 struct by_dev_type {
 	unsigned major, minor;
-	char *fstype;
-	size_t len;
+	char *fstype, *source;
+	size_t len, slen;
 	bool found;
 };
 
@@ -229,16 +233,25 @@ static int match_dev(const struct mi_line *m, void *arg)
 	if (m->major != b->major || m->minor != b->minor)
 		return 0;
 	snprintf(b->fstype, b->len, "%s", m->type);
+	if (b->slen)
+		snprintf(b->source, b->slen, "%s", m->source ? m->source : "");
 	b->found = true;
 	return 1;
 }
 
-int sfs_runtime_fstype_of(unsigned major, unsigned minor, char *fstype, size_t len)
+int sfs_runtime_source_of(unsigned major, unsigned minor, char *fstype, size_t len,
+			  char *source, size_t slen)
 {
-	struct by_dev_type b = { .major = major, .minor = minor, .fstype = fstype, .len = len };
+	struct by_dev_type b = { .major = major, .minor = minor, .fstype = fstype, .len = len,
+				 .source = source, .slen = slen };
 	int ret = mi_each(match_dev, &b);
 
 	return ret < 0 ? ret : b.found ? 0 : -ENOENT;
+}
+
+int sfs_runtime_fstype_of(unsigned major, unsigned minor, char *fstype, size_t len)
+{
+	return sfs_runtime_source_of(major, minor, fstype, len, NULL, 0);
 }
 
 int sfs_runtime_find_mountinfo(const char *mountpoint, struct sfs_mountinfo *out)
@@ -688,4 +701,21 @@ int sfs_runtime_lock_ending(int at_fd)
 
 	/* a daemon that serves no live mount is on its way out */
 	return pid > 0 && is_daemon(pid) && daemon_mount(pid, mp, sizeof(mp)) < 0;
+}
+
+/* Filesystems whose content other machines change: network and cluster
+ * filesystems, and the FUSE clients of distributed ones. */
+static const char *const shared_types[] = {
+	"nfs", "nfs4", "cifs", "smb3", "ceph", "9p", "afs", "lustre", "gfs2", "ocfs2",
+	"beegfs", "gpfs", "fuse.glusterfs", "fuse.ceph-fuse", "fuse.ceph", "fuse.sshfs",
+	"fuse.s3fs", "fuse.rclone", "fuse.juicefs", "fuse.moosefs", "fuse.lizardfs",
+	NULL,
+};
+
+int sfs_fstype_shared(const char *fstype)
+{
+	for (const char *const *t = shared_types; *t; t++)
+		if (!strcmp(fstype, *t))
+			return 1;
+	return 0;
 }

@@ -37,6 +37,14 @@ int sfs_runtime_find_mountinfo(const char *mountpoint, struct sfs_mountinfo *out
  * ("ext4", "fuse.glusterfs"; bind mounts of one device share it): 0, or
  * -errno (-ENOENT: no mount of it here). */
 int sfs_runtime_fstype_of(unsigned major, unsigned minor, char *fstype, size_t len);
+/* The same, and the mount's source ("host:/volume"; "" when mountinfo
+ * gives none) into source. */
+int sfs_runtime_source_of(unsigned major, unsigned minor, char *fstype, size_t len,
+			  char *source, size_t slen);
+
+/* Whether fstype (mountinfo's: "nfs4", "fuse.glusterfs") is one that
+ * other hosts write. */
+int sfs_fstype_shared(const char *fstype);
 
 /* Finds the newest mount on `mountpoint` (canonicalised) in
  * /proc/self/mountinfo and returns its device number and fs type

@@ -18,13 +18,14 @@ setup_file() {
 	# the runs is not what is tested)
 	sfs_once_here >/dev/null || return 0
 	sfs_setup_file 1 || return 1
-	export GL_SKIP GL_H1 GL_H2
+	export GL_SKIP GL_H1 GL_H2 GL_VOL
 	GL_SKIP=$(sfs_gluster_skip_reason)
 	[[ -n $GL_SKIP ]] && return 0
 	local brick vol
 	sfs_glusterd_up || return 1
 	brick=$(sfs_make_image xfs 600 gbrick) || return 1
 	vol=sfs47x$BASHPID
+	GL_VOL=$vol
 	sfs_gluster_volume "$vol" "$brick/brick" || return 1
 	GL_H1=$BATS_FILE_TMPDIR/h1
 	GL_H2=$BATS_FILE_TMPDIR/h2
@@ -134,7 +135,8 @@ work_on_view() {
 	assert_equal "$(grep -c "no O_TMPFILE" <<<"$rw")" 1
 	assert_equal "$(grep -c "RENAME_NOREPLACE is kept by link and unlink" <<<"$rw")" 1
 	assert_equal "$(grep -c "whiteouts are written as .wh.NAME" <<<"$rw")" 1
-	grep -qF "\"$G/l2\"): shared with other hosts: -o coherent gets no events" <<<"$stderr" ||
+	assert_equal "$(grep -c "file handles name the FUSE client's nodes" <<<"$rw")" 1
+	grep -F "\"$G/l2\"): " <<<"$stderr" | grep -qF "shared with other hosts: -o coherent gets no events" ||
 		fail "no line for the shared lower: $stderr"
 	# the style written is the one said, and the view works with it
 	run -0 "$SFS" status "$MNT"
@@ -192,6 +194,55 @@ work_on_view() {
 	# nothing staged is left behind
 	run -0 find "$G/up/.stackfs/work" -mindepth 1
 	assert_output ""
+}
+
+# ino_of VIEW NAME...: "NAME:st_ino" per name, one line.
+inos_of() {
+	local v=$1 n out=()
+	shift
+	for n in "$@"; do
+		out+=("$n:$(stat -c %i "$v/$n")")
+	done
+	echo "${out[*]}"
+}
+
+@test "a client mount made again (another st_dev, every node forgotten): the view keeps its inode numbers and fsck its origins" {
+	# regression: FUSE's file handles name the client's nodes, which the
+	# client gives to other files once it forgets them; an origin record
+	# holding one made fsck report a live lower file as gone
+	# (ORIGIN_DANGLING), and a client mount made again (a reboot) gave
+	# the volume another identity, so every number of the view moved
+	local h3=$BATS_TEST_TMPDIR/h3 before after i
+	sfs_gluster_mount "$GL_VOL" "$h3" acl
+	G=$h3/t$BATS_TEST_NUMBER
+	make_layers "$G"
+	mkdir -p "$G/up"
+	run -0 --separate-stderr "$SFS" mount "$G/up=rw:$G/l1=ro:$G/l2=ro" "$MNT"
+	sfs_record stackfs "$MNT"
+	[[ $stderr == *"file handles name the FUSE client's nodes"* ]] ||
+		fail "no line for the handles: $stderr"
+	echo more >>"$MNT/plain"
+	chmod 600 "$MNT/sub/low"
+	ln "$MNT/xa" "$MNT/xa-link"
+	before=$(inos_of "$MNT" plain sub/low xa xa-link a a2 sub opq2)
+	cu_umount "$MNT"
+	umount "$h3"
+	sfs_gluster_mount "$GL_VOL" "$h3" acl
+	# the client's new nodes: ids of the forgotten ones handed out again
+	for ((i = 0; i < 400; i++)); do
+		echo "$i" >"$h3/churn.$BATS_TEST_NUMBER.$i"
+	done
+	cat "$h3"/churn.* >/dev/null
+	run -0 "$SFS" fsck --lower "$G/l1" --lower "$G/l2" "$G/up"
+	assert_output --partial clean
+	refute_output --partial "no lower branch is on"
+	sfs_mount "$G/up=rw:$G/l1=ro:$G/l2=ro" "$MNT"
+	after=$(inos_of "$MNT" plain sub/low xa xa-link a a2 sub opq2)
+	assert_equal "$after" "$before"
+	[[ $(cat "$MNT/plain") == $'two\nmore' ]] || fail "plain: $(cat "$MNT/plain")"
+	cu_umount "$MNT"
+	rm -f "$h3"/churn.*
+	umount "$h3"
 }
 
 @test "sync modes and commit with the rw branch on the volume" {

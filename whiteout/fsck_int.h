@@ -18,6 +18,8 @@ struct lower_br {
 	int fd;                  /* O_RDONLY|O_DIRECTORY of its root */
 	uint8_t uuid[16];
 	bool uuid_ok;
+	bool numbered;            /* FUSE: its handles hold inode numbers,
+				   * which open nothing (fsid.c) */
 };
 
 /* The lower paths a directory of the branch may be merged with. */

@@ -23,6 +23,15 @@
 
 /* ------------------------------------------------------------ lower branches */
 
+static bool root_numbered(int fd)
+{
+	uint8_t handle[SFS_HANDLE_MAX];
+	unsigned hb = sizeof(handle);
+	int type;
+
+	return sfs_fs_handle(fd, "", &type, handle, &hb) == 0 && type == SFS_HANDLE_NUMBER;
+}
+
 static int add_lower(struct fsck *f, const char *path)
 {
 	struct lower_br *v = realloc(f->low, (f->nlow + 1) * sizeof(*v));
@@ -41,6 +50,7 @@ static int add_lower(struct fsck *f, const char *path)
 	l->fd = fd;
 	l->path = strdup(path);
 	l->uuid_ok = sfs_fs_uuid(fd, l->uuid) == 0;
+	l->numbered = root_numbered(fd);
 	return l->path ? 0 : -ENOMEM;
 }
 
@@ -502,7 +512,9 @@ int sfs_fsck_origin_gone(struct fsck *f, const struct sfs_origin *o, const char 
 			     "no lower branch is on: not checked", path);
 		return -1;
 	}
-	if (f->handle_denied)
+	/* FUSE: a handle names a node of the client, which may be another
+	 * file's by now, or holds the inode number alone: nothing to open */
+	if (f->handle_denied || f->low[j].numbered || o->handle_type == SFS_HANDLE_NUMBER)
 		return -1;
 	fh = malloc(sizeof(*fh) + o->handle_bytes);
 	if (!fh) {

@@ -4,15 +4,21 @@
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "common/bio.h"
+#include "common/runtime.h"
+#include "whiteout/metadir.h"
 #include "whiteout/ondisk.h"
+
+#define FUSE_MAGIC 0x65735546
 
 /* linux/fs.h has it from 6.5; older headers do not. */
 #ifndef FS_IOC_GETFSUUID
@@ -37,6 +43,38 @@ static int reopen_rdonly(int fd)
 	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
 	fd = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	return fd < 0 ? -errno : fd;
+}
+
+/* An RFC 9562 version 8 ("custom") UUID from a hash of key. */
+static void custom_uuid(const void *key, size_t len, uint8_t uuid[16])
+{
+	for (int i = 0; i < 4; i++) {
+		uint32_t c = htole32(sfs_crc32c((uint32_t)i * 0x9E3779B9u, key, len));
+
+		memcpy(uuid + 4 * i, &c, 4);
+	}
+	uuid[6] = (uint8_t)((uuid[6] & 0x0f) | 0x80);
+	uuid[8] = (uint8_t)((uuid[8] & 0x3f) | 0x80);
+}
+
+/* The FUSE client of a filesystem other hosts share has no f_fsid, and
+ * its st_dev is a number given at each mount of the client: after a
+ * reboot the same volume would be another filesystem, and every inode
+ * number of a view over it would change. Its identity is what it mounts
+ * instead: type and source ("fuse.glusterfs", "host:/volume"), which
+ * every client mount of the volume shares. Other FUSE filesystems keep
+ * st_dev: two mounts of one (say "stackfs") source may be different
+ * trees. 0, or -ENOENT when it is not such a filesystem. */
+static int shared_fuse_uuid(dev_t dev, uint8_t uuid[16])
+{
+	char type[64], src[PATH_MAX], key[sizeof(type) + sizeof(src) + 16];
+
+	if (sfs_runtime_source_of(major(dev), minor(dev), type, sizeof(type), src,
+				  sizeof(src)) < 0 || !sfs_fstype_shared(type) || !src[0])
+		return -ENOENT;
+	snprintf(key, sizeof(key), "stackfs\n%s\n%s", type, src);
+	custom_uuid(key, strlen(key), uuid);
+	return 0;
 }
 
 int sfs_fs_uuid(int fd, uint8_t uuid[16])
@@ -68,6 +106,8 @@ int sfs_fs_uuid(int fd, uint8_t uuid[16])
 		ret = -errno;
 		goto out;
 	}
+	if (sf.f_type == FUSE_MAGIC && shared_fuse_uuid(st.st_dev, uuid) == 0)
+		goto out;
 	memset(key, 0, sizeof(key));
 	memcpy(key, &sf.f_fsid, sizeof(sf.f_fsid) < 8 ? sizeof(sf.f_fsid) : 8);
 	if (sfs_all_zero(key, 8)) {
@@ -81,16 +121,42 @@ int sfs_fs_uuid(int fd, uint8_t uuid[16])
 		memcpy(key + 8, &type, 8);
 		memcpy(key + 16, "stackfs", 8);
 	}
-	for (int i = 0; i < 4; i++) {
-		uint32_t c = htole32(sfs_crc32c((uint32_t)i * 0x9E3779B9u, key, sizeof(key)));
-
-		memcpy(uuid + 4 * i, &c, 4);
-	}
-	uuid[6] = (uint8_t)((uuid[6] & 0x0f) | 0x80);
-	uuid[8] = (uint8_t)((uuid[8] & 0x3f) | 0x80);
+	custom_uuid(key, sizeof(key), uuid);
 out:
 	close(rfd);
 	return ret;
+}
+
+/* FUSE's own handles (types 0x81 and 0x82) name a node of the client's
+ * connection, its node id and a generation most servers leave 0, not
+ * the inode: once the client forgets the node such a handle opens
+ * nothing (ESTALE) or, after the server gave the id to another file,
+ * that other file (GlusterFS: 19 of 20 handles; docs/distributed.md
+ * "File handles"). On FUSE the identity kept is the inode number, in a
+ * handle of our own type that is never opened. XFS's 64-bit handles
+ * have type 0x81 too: only an anonymous device (major 0) is asked its
+ * filesystem type, which on FUSE is a round trip. */
+static int number_if_fuse(int fd, struct file_handle *fh)
+{
+	struct statfs sf;
+	struct stat st;
+	uint64_t ino;
+	int ret;
+
+	if (fh->handle_type != 0x81 && fh->handle_type != 0x82)
+		return 0;
+	ret = sfs_do_fstat(fd, &st);
+	if (ret < 0 || major(st.st_dev) != 0)
+		return ret < 0 ? ret : 0;
+	if (fstatfs(fd, &sf) < 0)
+		return -errno;
+	if (sf.f_type != FUSE_MAGIC)
+		return 0;
+	ino = htole64((uint64_t)st.st_ino);
+	fh->handle_type = SFS_HANDLE_NUMBER;
+	fh->handle_bytes = sizeof(ino);
+	memcpy(fh->f_handle, &ino, sizeof(ino));
+	return 0;
 }
 
 int sfs_fs_handle(int dirfd, const char *name, int *handle_type,
@@ -108,6 +174,8 @@ int sfs_fs_handle(int dirfd, const char *name, int *handle_type,
 	u.fh.handle_bytes = SFS_HANDLE_MAX;
 	if (sfs_do_name_to_handle(fd, "", &u.fh, &mount_id, AT_EMPTY_PATH) < 0)
 		ret = errno == EOVERFLOW ? -EOVERFLOW : -errno;
+	else
+		ret = number_if_fuse(fd, &u.fh);
 	if (fd != dirfd)
 		close(fd);
 	if (ret < 0)

@@ -316,7 +316,11 @@ int sfs_meta_lock(int at_fd, bool excl);
  * it, a hash of statfs's f_fsid and f_type (docs/format.md "registry": Filesystem UUID). */
 int sfs_fs_uuid(int fd, uint8_t uuid[16]);
 /* The file handle of dirfd/name, not following a symlink; name "" means
- * dirfd itself. *handle_bytes is in/out (buffer size in, size out). */
+ * dirfd itself. *handle_bytes is in/out (buffer size in, size out). On
+ * FUSE, whose handles name the client's nodes, not inodes, it is the
+ * inode number (8 bytes, little-endian) in a handle of type
+ * SFS_HANDLE_NUMBER, which identifies but never opens. */
+#define SFS_HANDLE_NUMBER 0x5346494e /* "SFIN" */
 int sfs_fs_handle(int dirfd, const char *name, int *handle_type,
 		  void *handle, unsigned *handle_bytes);
 

@@ -49,12 +49,18 @@ int sfs_raise_nofile(void)
 	return 0;
 }
 
-/* O_PATH fd of the handle on the filesystem of mfd (opened for reading). */
+/* O_PATH fd of the handle on the filesystem of mfd (opened for reading).
+ * A handle that holds an inode number (FUSE's) is no handle the kernel
+ * knows: -EOPNOTSUPP. */
 static int open_handle_at(int mfd, int type, const void *handle, unsigned bytes)
 {
-	struct file_handle *fh = malloc(sizeof(*fh) + bytes);
-	int fd = -ENOMEM;
+	struct file_handle *fh = NULL;
+	int fd = -EOPNOTSUPP;
 
+	if (type != SFS_HANDLE_NUMBER) {
+		fh = malloc(sizeof(*fh) + bytes);
+		fd = -ENOMEM;
+	}
 	if (fh) {
 		fh->handle_bytes = bytes;
 		fh->handle_type = type;

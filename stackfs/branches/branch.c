@@ -160,6 +160,7 @@ static int branch_open(const struct sfs_branch_spec *spec, unsigned idx,
 	}
 	b->dev = st.st_dev;
 	b->ino = st.st_ino;
+	sfs_branch_caps_probe_fs(b);
 	/* as the caller: a branch the user cannot list would look empty */
 	if (access(b->path, R_OK | X_OK) < 0) {
 		ret = -errno;
@@ -456,7 +457,6 @@ int sfs_snap_open(const struct sfs_branch_spec *specs, size_t n,
 			ret = pending_check(b, i + 1, &specs[i], err, errlen);
 			if (ret)
 				goto out_free;
-			sfs_branch_caps_probe_ro(b);
 			note_caps(b, i);
 		}
 		if (s->top_rw < 0 && b->mode == SFS_BRANCH_RW)
@@ -615,8 +615,10 @@ int sfs_snap_prepare_meta(struct sfs_snap *s, int whiteout_style, bool upgrade,
 	ret = sfs_snap_ids(s, err, errlen);
 	if (ret == 0 && s->top_rw >= 0)
 		write_lowers(s);
-	if (ret == 0)
+	if (ret == 0) {
 		sfs_snap_register_roots(s);
+		sfs_snap_caps(s);
+	}
 	return ret;
 }
 
@@ -732,6 +734,7 @@ int sfs_snap_change(const struct sfs_snap *old, const struct sfs_change *c,
 	if (ret == 0) {
 		write_lowers(s);
 		sfs_snap_register_roots(s);
+		sfs_snap_caps(s);
 		*out = s;
 		s = NULL;
 	}

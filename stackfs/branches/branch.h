@@ -61,6 +61,8 @@ struct sfs_snap {
 	unsigned data_from;       /* the first data-only branch, n if none */
 	struct sfs_meta *reg;     /* the registry of ids (of a rw branch kept
 				   * across changes), or NULL */
+	bool pin_fds;             /* a branch's handles reopen nothing for
+				   * sure (FUSE): node fds are never closed */
 	struct sfs_branch *b[];
 };
 

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -17,22 +18,7 @@
 #include "xattr/records.h"
 #include "xattr/xattr.h"
 
-/* Filesystems whose content other machines change: network and cluster
- * filesystems, and the FUSE clients of distributed ones. */
-static const char *const shared_types[] = {
-	"nfs", "nfs4", "cifs", "smb3", "ceph", "9p", "afs", "lustre", "gfs2", "ocfs2",
-	"beegfs", "gpfs", "fuse.glusterfs", "fuse.ceph-fuse", "fuse.ceph", "fuse.sshfs",
-	"fuse.s3fs", "fuse.rclone", "fuse.juicefs", "fuse.moosefs", "fuse.lizardfs",
-	NULL,
-};
-
-int sfs_fstype_shared(const char *fstype)
-{
-	for (const char *const *t = shared_types; *t; t++)
-		if (!strcmp(fstype, *t))
-			return 1;
-	return 0;
-}
+#define FUSE_MAGIC 0x65735546
 
 /* mountinfo is read once per filesystem, not per branch: a mount of
  * 1,000 branches has them on a few filesystems, mostly one after the
@@ -105,6 +91,28 @@ static unsigned probe_trusted(int work_fd, const char *a)
 	return lacks;
 }
 
+/* FUSE's handles name the client's nodes (whiteout/fsid.c): asked once
+ * per branch, as statfs is a round trip there. */
+static unsigned handles_bit(const struct sfs_branch *b)
+{
+	struct statfs sf;
+
+	return major(b->dev) == 0 && fstatfs(b->root_fd, &sf) == 0 && sf.f_type == FUSE_MAGIC
+		       ? SFS_LACKS_INODE_HANDLES : 0;
+}
+
+void sfs_branch_caps_probe_fs(struct sfs_branch *b)
+{
+	b->lacks = shared_bit(b) | handles_bit(b);
+}
+
+void sfs_snap_caps(struct sfs_snap *s)
+{
+	s->pin_fds = false;
+	for (unsigned i = 0; i < s->n; i++)
+		s->pin_fds |= (s->b[i]->lacks & SFS_LACKS_INODE_HANDLES) != 0;
+}
+
 void sfs_branch_caps_probe_rw(struct sfs_branch *b, int work_fd)
 {
 	char a[64], bn[64], c[64];
@@ -113,13 +121,8 @@ void sfs_branch_caps_probe_rw(struct sfs_branch *b, int work_fd)
 	snprintf(a, sizeof(a), "caps.%ld.a", pid);
 	snprintf(bn, sizeof(bn), "caps.%ld.b", pid);
 	snprintf(c, sizeof(c), "caps.%ld.c", pid);
-	b->lacks = shared_bit(b) | probe_tmpfile(work_fd) | probe_renames(work_fd, a, bn, c) |
-		   probe_trusted(work_fd, a);
-}
-
-void sfs_branch_caps_probe_ro(struct sfs_branch *b)
-{
-	b->lacks = shared_bit(b);
+	b->lacks |= probe_tmpfile(work_fd) | probe_renames(work_fd, a, bn, c) |
+		    probe_trusted(work_fd, a);
 }
 
 static void add(char *buf, size_t len, const char *part)
@@ -143,6 +146,10 @@ void sfs_branch_caps_line(const struct sfs_branch *b, double timeout, bool coher
 	if (b->lacks & SFS_LACKS_WHITEOUT)
 		add(buf, len, "no RENAME_WHITEOUT or RENAME_EXCHANGE: whiteouts are written as "
 			      ".wh.NAME files, never 0:0 devices");
+	if (b->lacks & SFS_LACKS_INODE_HANDLES)
+		add(buf, len, "file handles name the FUSE client's nodes, not inodes: identities "
+			      "are kept by inode number, origin records are not checked against "
+			      "lower inodes, and node fds stay open");
 	if (b->lacks & SFS_LACKS_TRUSTED)
 		add(buf, len, "no trusted.* xattrs: renaming a lower directory, metadata-only "
 			      "copies and origin records fail there with the filesystem's errno");

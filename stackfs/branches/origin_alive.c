@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "stackfs/branches/branch_caps.h"
 #include "stackfs/stackfs.h"
 
 #define ALIVE_SLOTS 4096u          /* a power of two; about 700 KiB */
@@ -114,11 +115,13 @@ static int check_alive(const struct sfs_snap *snap, const struct sfs_origin *o)
 	int fd = -ENODEV, ret;    /* no branch on its filesystem: unknown */
 
 	for (unsigned i = 0; i < snap->n; i++) {
-		if (memcmp(snap->b[i]->fs_uuid, o->fs_uuid, 16) == 0) {
-			fd = sfs_branch_open_handle(snap->b[i], o->handle_type,
-						    o->handle, o->handle_bytes);
-			break;
-		}
+		if (memcmp(snap->b[i]->fs_uuid, o->fs_uuid, 16) != 0)
+			continue;
+		/* a FUSE handle of an older record may open another file */
+		if (snap->b[i]->lacks & SFS_LACKS_INODE_HANDLES)
+			return -EOPNOTSUPP;
+		fd = sfs_branch_open_handle(snap->b[i], o->handle_type, o->handle, o->handle_bytes);
+		break;
 	}
 	if (fd == -ESTALE || fd == -ENOENT)
 		return 0;
@@ -144,7 +147,8 @@ bool sfs_origin_alive(const struct sfs_snap *snap, const struct sfs_origin *o)
 		return ret;
 	ret = check_alive(snap, o);
 	/* unknown (no CAP_DAC_READ_SEARCH, a filesystem that cannot decode
-	 * handles): taken as alive, as before; a shortage is not cached */
+	 * handles, a record of the inode number alone): taken as alive, as
+	 * before; a shortage is not cached */
 	if (ret == -ENOMEM || ret == -EMFILE || ret == -ENFILE)
 		return true;
 	cache_put(snap->gen, o, ret != 0);

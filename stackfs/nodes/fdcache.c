@@ -127,8 +127,10 @@ void sfs_fdcache_add(struct sfs_node *n)
 {
 	struct lru_shard *s = shard_of(n);
 
+	/* a stack on a branch whose handles may open another inode (FUSE:
+	 * the client's node ids are reused) is never closed */
 	if (budget == ~0u || n == sfs_node_root() || n->stack->closed ||
-	    n->stack->nohandle)
+	    n->stack->nohandle || n->stack->snap->pin_fds)
 		return;
 	pthread_mutex_lock(&s->lock);
 	if (n->lru_slot == 0 && s->n == s->cap) {

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "common/bio.c"
+#include "common/runtime.c"
 #include "whiteout/crc32c.c"
 #include "whiteout/metadir.c"
 #include "whiteout/metafile.c"
