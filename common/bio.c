@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <linux/fs.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -439,6 +440,16 @@ int sfs_do_fstat(int fd, struct stat *st)
 	for (tries = 0; r < 0 && errno == EBADFD && tries < 3; tries++)
 		r = fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
 	return (int)done("stat", fd, "", NULL, r, NULL);
+}
+
+int sfs_do_fstatfs(int fd, struct statfs *sf)
+{
+	int r = fstatfs(fd, sf), tries;
+
+	/* the same transient EBADFD as fstat's, above */
+	for (tries = 0; r < 0 && errno == EBADFD && tries < 3; tries++)
+		r = fstatfs(fd, sf);
+	return (int)done("statfs", fd, "", NULL, r, NULL);
 }
 
 int sfs_do_fchownat(int dirfd, const char *name, uid_t uid, gid_t gid, int flags)

@@ -92,6 +92,8 @@ int sfs_do_rename_probe(int dirfd, const char *from, const char *to, unsigned fl
 int sfs_do_stat(int dirfd, const char *name, struct stat *st);
 /* fstat of the fd itself, O_PATH too, never following a symlink. */
 int sfs_do_fstat(int fd, struct stat *st);
+struct statfs;
+int sfs_do_fstatfs(int fd, struct statfs *sf);
 int sfs_do_fchownat(int dirfd, const char *name, uid_t uid, gid_t gid, int flags);
 /* chmod of the inode fd holds (O_PATH too; never a symlink). */
 int sfs_do_fchmod(int fd, mode_t mode);

@@ -148,8 +148,9 @@ static int number_if_fuse(int fd, struct file_handle *fh)
 	ret = sfs_do_fstat(fd, &st);
 	if (ret < 0 || major(st.st_dev) != 0)
 		return ret < 0 ? ret : 0;
-	if (fstatfs(fd, &sf) < 0)
-		return -errno;
+	ret = sfs_do_fstatfs(fd, &sf);
+	if (ret < 0)
+		return ret;
 	if (sf.f_type != FUSE_MAGIC)
 		return 0;
 	ino = htole64((uint64_t)st.st_ino);

@@ -160,7 +160,6 @@ static int branch_open(const struct sfs_branch_spec *spec, unsigned idx,
 	}
 	b->dev = st.st_dev;
 	b->ino = st.st_ino;
-	sfs_branch_caps_probe_fs(b);
 	/* as the caller: a branch the user cannot list would look empty */
 	if (access(b->path, R_OK | X_OK) < 0) {
 		ret = -errno;
@@ -443,6 +442,9 @@ int sfs_snap_open(const struct sfs_branch_spec *specs, size_t n,
 		if (ret)
 			goto out_free;
 		b = s->b[i];
+		/* after the checks: a statfs of the mount point itself would
+		 * wait on this daemon */
+		sfs_branch_caps_probe_fs(b);
 		if (b->mode == SFS_BRANCH_RW)
 			ret = locate(b, i, specs[i].path, specs[i].workdir, err, errlen);
 		if (ret == 0)
@@ -718,6 +720,8 @@ int sfs_snap_change(const struct sfs_snap *old, const struct sfs_change *c,
 	for (unsigned i = 0; ret == 0 && i < s->n; i++) {
 		specs[i].path = s->b[i]->path;
 		ret = branch_check_set(s, i, specs, mountpoint, NULL, err, errlen);
+		if (ret == 0 && !s->b[i]->caps_known)
+			sfs_branch_caps_probe_fs(s->b[i]);
 		if (ret == 0)
 			ret = change_rw_ready(s, i, mountpoint, whiteout_style, err, errlen);
 		if (s->top_rw < 0 && s->b[i]->mode == SFS_BRANCH_RW)

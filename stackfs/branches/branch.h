@@ -49,6 +49,7 @@ struct sfs_branch {
 	uint32_t id;              /* stable id of the branch (registry) */
 	uint8_t fh_kind;          /* nfs_export=on: its file handles (export.c) */
 	unsigned lacks;           /* what its filesystem cannot do (branch_caps.h) */
+	bool caps_known;          /* lacks probed (a kept branch keeps them) */
 };
 
 /* An immutable, refcounted view of the branch set, highest priority

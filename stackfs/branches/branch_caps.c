@@ -97,13 +97,14 @@ static unsigned handles_bit(const struct sfs_branch *b)
 {
 	struct statfs sf;
 
-	return major(b->dev) == 0 && fstatfs(b->root_fd, &sf) == 0 && sf.f_type == FUSE_MAGIC
-		       ? SFS_LACKS_INODE_HANDLES : 0;
+	return major(b->dev) == 0 && sfs_do_fstatfs(b->root_fd, &sf) == 0 &&
+		       sf.f_type == FUSE_MAGIC ? SFS_LACKS_INODE_HANDLES : 0;
 }
 
 void sfs_branch_caps_probe_fs(struct sfs_branch *b)
 {
 	b->lacks = shared_bit(b) | handles_bit(b);
+	b->caps_known = true;
 }
 
 void sfs_snap_caps(struct sfs_snap *s)
