@@ -109,6 +109,10 @@ static int is_branch(int root_fd, const struct sfs_reg_entry *e)
 		ret = sfs_fs_handle(root_fd, "", &htype, handle, &hbytes);
 	if (ret < 0)
 		return ret;
+	/* a FUSE branch recorded before number handles (fsid.c): its old
+	 * handle and UUID cannot say, so it is not judged */
+	if (htype == SFS_HANDLE_NUMBER && e->handle_type != SFS_HANDLE_NUMBER)
+		return -ENODATA;
 	return !memcmp(uuid, e->fs_uuid, 16) && htype == e->handle_type &&
 	       hbytes == e->handle_bytes && !memcmp(handle, e->handle, hbytes);
 }
