@@ -430,6 +430,22 @@ int sfs_do_stat(int dirfd, const char *name, struct stat *st)
 	return r;
 }
 
+/* Whether a call that failed with errno is asked again after EBADFD,
+ * its tries-th time: at once, then after 1, 4, 16 and 64 ms (under load
+ * three immediate tries all got it). errno is kept. */
+static bool ebadfd_wait(int tries)
+{
+	struct timespec ts = { 0, 0 };
+
+	if (errno != EBADFD || tries >= 5)
+		return false;
+	ts.tv_nsec = tries ? (1L << (2 * (tries - 1))) * 1000000L : 0;
+	if (ts.tv_nsec)
+		nanosleep(&ts, NULL);
+	errno = EBADFD;
+	return true;
+}
+
 int sfs_do_fstat(int fd, struct stat *st)
 {
 	int r = fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW), tries;
@@ -437,7 +453,7 @@ int sfs_do_fstat(int fd, struct stat *st)
 	/* GlusterFS's client answers EBADFD now and then to the fstat of an
 	 * O_PATH fd of a file just linked in (a copy-up's): asked again, it
 	 * answers (docs/distributed.md "What a branch's filesystem lacks") */
-	for (tries = 0; r < 0 && errno == EBADFD && tries < 3; tries++)
+	for (tries = 0; r < 0 && ebadfd_wait(tries); tries++)
 		r = fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
 	return (int)done("stat", fd, "", NULL, r, NULL);
 }
@@ -447,7 +463,7 @@ int sfs_do_fstatfs(int fd, struct statfs *sf)
 	int r = fstatfs(fd, sf), tries;
 
 	/* the same transient EBADFD as fstat's, above */
-	for (tries = 0; r < 0 && errno == EBADFD && tries < 3; tries++)
+	for (tries = 0; r < 0 && ebadfd_wait(tries); tries++)
 		r = fstatfs(fd, sf);
 	return (int)done("statfs", fd, "", NULL, r, NULL);
 }

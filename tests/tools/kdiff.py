@@ -71,6 +71,7 @@ changes nothing for a regular file.
 """
 import ctypes
 import errno
+import gc
 import hashlib
 import os
 import random
@@ -78,6 +79,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 
 NAMES = ["a", "b", "c", "d"]
 MODES_FILE = [0o644, 0o600, 0o755, 0o444, 0o640, 0o4755, 0o2755, 0o000]
@@ -693,7 +695,17 @@ class Loop:
            upper + "".join(":%s=ro" % x for x in lowers), self.mnt)
 
     def sfs_umount(self):
-        sh(self.sfs, "umount", self.mnt)
+        # a file an operation that raised left open (its object kept by
+        # the traceback) makes the unmount busy: collected, asked again
+        for tries in range(4):
+            try:
+                sh(self.sfs, "umount", self.mnt)
+                return
+            except MountError as e:
+                if "busy" not in str(e) or tries == 3:
+                    raise
+                gc.collect()
+                time.sleep(0.2)
 
     def kmount(self, lowers, upper, work, opts=KOPTS):
         sh("mount", "-t", "overlay", "overlay", "-o",
