@@ -7,7 +7,6 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -18,26 +17,31 @@
 #include "xattr/records.h"
 #include "xattr/xattr.h"
 
-#define FUSE_MAGIC 0x65735546
-
-/* mountinfo is read once per filesystem, not per branch: a mount of
- * 1,000 branches has them on a few filesystems, mostly one after the
- * other (the last answer is kept, per thread) */
-static unsigned shared_bit(const struct sfs_branch *b)
+/* What mountinfo's type of the branch's filesystem says: shared with
+ * other hosts; FUSE, whose handles name the client's nodes
+ * (whiteout/fsid.c). Nothing is asked of the filesystem itself: the
+ * branch may be this daemon's own mount, refused only later. mountinfo
+ * is read once per filesystem, not per branch: a mount of 1,000 branches
+ * has them on a few filesystems, mostly one after the other (the last
+ * answer is kept, per thread) */
+static unsigned type_bits(const struct sfs_branch *b)
 {
 	static __thread dev_t last_dev;
-	static __thread unsigned last_bit, known;
+	static __thread unsigned last_bits, known;
 	char type[64];
 
 	if (known && last_dev == b->dev)
-		return last_bit;
-	last_bit = 0;
-	if (sfs_runtime_fstype_of(major(b->dev), minor(b->dev), type, sizeof(type)) == 0 &&
-	    sfs_fstype_shared(type))
-		last_bit = SFS_SHARED_FS;
+		return last_bits;
+	last_bits = 0;
+	if (sfs_runtime_fstype_of(major(b->dev), minor(b->dev), type, sizeof(type)) == 0) {
+		if (sfs_fstype_shared(type))
+			last_bits |= SFS_SHARED_FS;
+		if (!strcmp(type, "fuse") || !strcmp(type, "fuseblk") || !strncmp(type, "fuse.", 5))
+			last_bits |= SFS_LACKS_INODE_HANDLES;
+	}
 	last_dev = b->dev;
 	known = 1;
-	return last_bit;
+	return last_bits;
 }
 
 static unsigned probe_tmpfile(int work_fd)
@@ -91,19 +95,9 @@ static unsigned probe_trusted(int work_fd, const char *a)
 	return lacks;
 }
 
-/* FUSE's handles name the client's nodes (whiteout/fsid.c): asked once
- * per branch, as statfs is a round trip there. */
-static unsigned handles_bit(const struct sfs_branch *b)
-{
-	struct statfs sf;
-
-	return major(b->dev) == 0 && sfs_do_fstatfs(b->root_fd, &sf) == 0 &&
-		       sf.f_type == FUSE_MAGIC ? SFS_LACKS_INODE_HANDLES : 0;
-}
-
 void sfs_branch_caps_probe_fs(struct sfs_branch *b)
 {
-	b->lacks = shared_bit(b) | handles_bit(b);
+	b->lacks = type_bits(b);
 	b->caps_known = true;
 }
 
