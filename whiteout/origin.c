@@ -170,9 +170,11 @@ int sfs_origin_names(const struct sfs_origin *o, int dirfd, const char *name)
 		return ret;
 	if ((uint64_t)st.st_ino != o->ino)
 		return 0;
-	/* an old record, or a filesystem without handles: the number is
-	 * all there is to compare */
-	if (o->version != SFS_ORIGIN_VERSION || !o->handle_bytes)
+	/* an old record, a filesystem without handles, or a number handle
+	 * (FUSE, fsid.c: it holds the number just compared): the number is
+	 * all there is to compare, and no statfs round trip is made */
+	if (o->version != SFS_ORIGIN_VERSION || !o->handle_bytes ||
+	    o->handle_type == SFS_HANDLE_NUMBER)
 		return 1;
 	/* the handle carries the inode's generation: a new inode with the
 	 * same number has another one */

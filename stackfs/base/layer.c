@@ -54,13 +54,12 @@ int sfs_raise_nofile(void)
  * knows: -EOPNOTSUPP. */
 static int open_handle_at(int mfd, int type, const void *handle, unsigned bytes)
 {
-	struct file_handle *fh = NULL;
-	int fd = -EOPNOTSUPP;
+	struct file_handle *fh;
+	int fd = -ENOMEM;
 
-	if (type != SFS_HANDLE_NUMBER) {
-		fh = malloc(sizeof(*fh) + bytes);
-		fd = -ENOMEM;
-	}
+	if (type == SFS_HANDLE_NUMBER)
+		return -EOPNOTSUPP;
+	fh = malloc(sizeof(*fh) + bytes);
 	if (fh) {
 		fh->handle_bytes = bytes;
 		fh->handle_type = type;

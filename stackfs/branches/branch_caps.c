@@ -36,7 +36,8 @@ static unsigned type_bits(const struct sfs_branch *b)
 	if (sfs_runtime_fstype_of(major(b->dev), minor(b->dev), type, sizeof(type)) == 0) {
 		if (sfs_fstype_shared(type))
 			last_bits |= SFS_SHARED_FS;
-		if (!strcmp(type, "fuse") || !strcmp(type, "fuseblk") || !strncmp(type, "fuse.", 5))
+		if (!strcmp(type, "fuse") || !strcmp(type, "fuseblk") || !strncmp(type, "fuse.", 5) ||
+		    !strncmp(type, "fuseblk.", 8))
 			last_bits |= SFS_LACKS_INODE_HANDLES;
 	}
 	last_dev = b->dev;
