@@ -25,7 +25,7 @@
 struct out {
 	const char *branch;
 	const char *workdir;       /* holding its metadata dir, or NULL */
-	bool json, repair;
+	bool json, repair, thorough;
 	/* progress line */
 	struct sfs_progress bar;
 	/* collected for --json */
@@ -255,6 +255,7 @@ static const struct option long_opts[] = {
 	{ "lower", required_argument, NULL, 'l' },
 	{ "force", no_argument, NULL, 'f' },
 	{ "workdir", required_argument, NULL, 'w' },
+	{ "thorough", no_argument, NULL, 't' },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -276,6 +277,9 @@ static int parse_args(int argc, char **argv, struct out *o, bool *force, const c
 			break;
 		case 'j':
 			o->json = true;
+			break;
+		case 't':
+			o->thorough = true;
 			break;
 		case 'w':
 			*workdir = optarg;
@@ -354,7 +358,7 @@ static int check(struct out *o, int root_fd, const struct sfs_metaloc *loc, bool
 		.workdir_record = !loc->record_damaged ? SFS_FSCK_WDREC_OK :
 				  loc->workdir ? SFS_FSCK_WDREC_GIVEN : SFS_FSCK_WDREC_LOST,
 		.workdir = loc->workdir, .repair = o->repair, .force = force,
-		.in_use = in_use, .lowers = lowers, .nlowers = nlowers, .report = on_report,
+		.thorough = o->thorough, .in_use = in_use, .lowers = lowers, .nlowers = nlowers, .report = on_report,
 		.message = on_message, .progress = on_progress, .arg = o,
 	};
 	int status = sfs_fsck_run(&fo, res);
@@ -451,6 +455,8 @@ static const struct sfs_flag fsck_flags[] = {
 	  "also when they are not branches the registry\n"
 	  "records\n" },
 	{ NULL, "--json", NULL, "print the result as one JSON object on stdout\n" },
+	{ NULL, "--thorough", NULL, "also read each whiteout file's inode, to report\n"
+	  "one that holds data (the view hides it either way)\n" },
 	{ NULL, "--lower", "DIR", "a branch below BRANCH, highest first (repeat);\n"
 	  "default: those below it in the last mount\n"
 	  "(.stackfs/lowers), each checked to be the branch\n"
@@ -464,7 +470,7 @@ static const struct sfs_flag fsck_flags[] = {
 const struct sfs_cmd sfs_cmd_fsck = {
 	.name = "fsck",
 	.run = run_fsck,
-	.usage = "usage: stackfs fsck [--repair [--force]] [--json] [--lower DIR]... [--workdir DIR] "
+	.usage = "usage: stackfs fsck [--repair [--force]] [--json] [--thorough] [--lower DIR]... [--workdir DIR] "
 		 "BRANCH",
 	.summary = "Check (and repair) a branch's metadata and whiteouts",
 	.help =

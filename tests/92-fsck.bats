@@ -445,6 +445,48 @@ os.setxattr(sys.argv[1], "trusted.stackfs.origin", bytes(v), follow_symlinks=Fal
 	assert_output --partial "[OPQ_MARKER_DATA]"
 }
 
+@test "a whiteout file holding data: not read by default (the view hides it either way), WH_BAD_TYPE with --thorough, kept" {
+	echo data >"$UP/.wh.f"
+	run_fsck "$UP"
+	assert_fsck_status 0
+	run_fsck --thorough "$UP"
+	assert_fsck_status 4
+	assert_output --partial "/.wh.f: "
+	assert_output --partial "[WH_BAD_TYPE]"
+	run_fsck --repair --thorough "$UP"
+	assert_fsck_status 4
+	[[ $(cat "$UP/.wh.f") == data ]]
+}
+
+# A directory of more entries than fsck reads at a time (fsck_facts.c:
+# chunks of 512, shared by two threads), its damage spread over every
+# chunk: each problem is found once, in the listing's order, and the
+# repair leaves it clean.
+@test "a directory of 1,500 entries read by two threads: every planted problem found once, in order, then repaired" {
+	local i want=()
+	mkdir "$UP/big"
+	for ((i = 0; i < 1500; i++)); do : >"$UP/big/$(printf 'n%04d' "$i")"; done
+	for i in 0007 0600 1100 1499; do
+		: >"$UP/big/.wh.gone$i"
+		setfattr -n trusted.overlay.opaque -v y "$UP/big/n$i"
+	done
+	for i in 0007 0600 1100 1499; do want+=("/big/.wh.gone$i"); done
+	for i in 0007 0600 1100 1499; do want+=("/big/n$i"); done
+	run "$SFS" fsck --json "$UP"
+	assert_fsck_status 4
+	python3 -c 'import json, sys
+d = json.loads(sys.argv[1])
+got = [(p["path"], p["code"]) for p in d["problems"]]
+want = [(p, "WH_NOTHING" if "/.wh." in p else "OPQ_NOT_DIR") for p in sys.argv[2:]]
+assert got == want, (got, want)' "$output" "${want[@]}"
+	run_fsck --repair "$UP"
+	assert_fsck_status 1
+	assert_output --partial "8 problems found, 8 fixed, 0 left"
+	run_fsck "$UP"
+	assert_fsck_status 0
+	[[ $(find "$UP/big" -name '.wh.*' | wc -l) == 0 && $(ls "$UP/big" | wc -l) == 1500 ]]
+}
+
 @test "a metadata directory below the root is reported" {
 	mkdir -p "$UP/sub/.stackfs/work"
 	run_fsck --repair "$UP"

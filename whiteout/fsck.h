@@ -120,6 +120,9 @@ struct sfs_fsck_opts {
 	bool force;
 	/* a mount holds the branch (its lock, or a daemon its root) */
 	bool in_use;
+	/* also read the inode of each .wh. file (WH_BAD_TYPE when it holds
+	 * data); otherwise its name, the whole record, is judged alone */
+	bool thorough;
 	/* lower branches, highest first (--lower), or NULL: those below
 	 * the branch in .stackfs/lowers */
 	const char *const *lowers;

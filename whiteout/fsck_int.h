@@ -3,9 +3,11 @@
 #ifndef SFS_FSCK_INT_H
 #define SFS_FSCK_INT_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "whiteout/fsck.h"
@@ -68,6 +70,8 @@ struct fsck {
 	uint8_t (*noted)[16];    /* filesystems named in a note already */
 	size_t nnoted;
 	uint64_t entries;
+	struct sfs_fsck_reader *reader; /* fsck_helper.c, or NULL */
+	struct sfs_fsck_fact *facts;    /* 2 * FSCK_FACTS_CHUNK of them */
 };
 
 /* ---- fsck.c: reporting, shared helpers -------------------------------- */
@@ -156,6 +160,58 @@ int sfs_fsck_lower_dir(struct fsck *f, size_t j, const char *p);
  * merges with; a missing one is METACOPY_NO_DATA). */
 bool sfs_fsck_metacopy(struct fsck *f, int dfd, const char *name, const char *path,
 		       const struct lower_fds *lf);
+
+/* ---- fsck_facts.c: the facts of entries -------------------------------- */
+
+#define FSCK_FACTS_CHUNK 512      /* entries read, then judged, at a time */
+#define SFS_FSCK_FACT_UNREAD 1    /* ret of an entry not stat'ed */
+
+struct sfs_fsck_fact {
+	int ret;                 /* of its statx: 0, -errno, or UNREAD */
+	bool carry;              /* its xattr list may hold a mark or record */
+	struct stat st;          /* when ret is 0 */
+};
+
+/* ---- fsck_helper.c: the second thread -------------------------------- */
+
+struct sfs_fsck_task {
+	void (*fn)(struct sfs_fsck_task *t);
+	struct sfs_fsck_task *next;
+	int state;
+};
+
+/* The helper thread: NULL when none could be started (then each task is
+ * run by sfs_fsck_wait). */
+struct sfs_fsck_reader *sfs_fsck_reader_start(void);
+/* Every task posted must have been waited for. */
+void sfs_fsck_reader_stop(struct sfs_fsck_reader *r);
+/* Queues t (fn set) for the helper, which runs tasks in posting order. */
+void sfs_fsck_post(struct sfs_fsck_reader *r, struct sfs_fsck_task *t);
+/* Returns when t is done: run here when the helper has not taken it. */
+void sfs_fsck_wait(struct sfs_fsck_reader *r, struct sfs_fsck_task *t);
+
+/* ---- fsck_facts.c: what is read of entries before they are judged ----- */
+
+/* The facts of the n typed names of directory dfd, into out[0..n): a
+ * .wh. name listed as a regular file is left UNREAD unless thorough. */
+struct sfs_fsck_facts {
+	struct sfs_fsck_task task; /* first: the helper's share */
+	bool shared;
+	int dfd;
+	char *const *names;
+	size_t n;
+	bool thorough;
+	struct sfs_fsck_fact *out;
+	atomic_size_t next;      /* the first name no thread has taken */
+};
+
+/* Hands j to the helper (when it is worth waking it), which starts
+ * reading; facts_end reads what is left and returns when all of j is
+ * read. One j at a time per reader; the caller may work between. */
+void sfs_fsck_facts_begin(struct sfs_fsck_reader *r, struct sfs_fsck_facts *j);
+void sfs_fsck_facts_end(struct sfs_fsck_reader *r, struct sfs_fsck_facts *j);
+/* Whether dfd/name's xattr list may hold a name the checks read. */
+bool sfs_fsck_may_carry_marks(int dfd, const char *name);
 
 /* ---- fsck_tree.c: the branch's tree ----------------------------------- */
 

@@ -43,44 +43,6 @@ static int remove_xattr(int dfd, const char *name, const char *attr)
 	return ret == -ENODATA ? 0 : ret;
 }
 
-/* The prefixes of every attribute the checks of an entry read: the
- * overlay marks (trusted.overlay.*, user.overlay.*) and the union's
- * records (trusted.stackfs.*, user.stackfs.*: origin, redirect,
- * metacopy, its kept times). */
-static bool read_by_checks(const char *attr)
-{
-	static const char *const pre[] = {
-		"trusted.overlay.", "user.overlay.", "trusted.stackfs.", "user.stackfs.",
-	};
-
-	for (size_t i = 0; i < sizeof(pre) / sizeof(pre[0]); i++)
-		if (!strncmp(attr, pre[i], strlen(pre[i])))
-			return true;
-	return false;
-}
-
-/* Whether dfd/name may carry an attribute the checks read: false only
- * when its list says it has none, so that the entries with none (nearly
- * all) cost one call, not an open, a stat and a read per attribute
- * (each read would answer ENODATA; trusted.* names, which a user's list
- * leaves out, answer a user ENODATA too). The name was just opened by
- * check_entry, refusing a mount point, so listing it by name crosses
- * none. Anything else (no such call, a long list) reads them all. */
-static bool may_carry_marks(int dfd, const char *name)
-{
-	char list[4096];
-	ssize_t n = sfs_do_listxattrat(dfd, name, list, sizeof(list));
-
-	if (n == -ENOTSUP)
-		return false;           /* each read would answer the same */
-	if (n < 0)
-		return true;
-	for (ssize_t i = 0; i < n; i += (ssize_t)strnlen(list + i, (size_t)(n - i)) + 1)
-		if (read_by_checks(list + i))
-			return true;
-	return false;
-}
-
 /* Whether the directory's listing (sorted) holds name. */
 static bool listed(const struct dir *d, const char *name)
 {
@@ -275,7 +237,9 @@ static int remove_beside(int dfd, const char *name, const char *target, bool dir
 	return ret;
 }
 
-/* An aufs whiteout .wh.X (or a .wh..wh. name) in a directory. */
+/* An aufs whiteout .wh.X (or a .wh..wh. name) in a directory; st NULL:
+ * a .wh.X its listing says is a regular file, its inode not read
+ * (fsck_facts.c); a .wh..wh. name is always read. */
 static void check_aufs_name(struct fsck *f, const struct dir *d, const char *name,
 			    const char *path, const struct stat *st)
 {
@@ -323,7 +287,7 @@ static void check_aufs_name(struct fsck *f, const struct dir *d, const char *nam
 		sfs_fsck_found(f, SFS_PR_WH_RESERVED, false, path, NULL);
 		return;
 	}
-	if (!S_ISREG(st->st_mode) || st->st_size) {
+	if (st && (!S_ISREG(st->st_mode) || st->st_size)) {
 		if (!S_ISDIR(st->st_mode) || !is_empty_dir(dfd, name)) {
 			sfs_fsck_found(f, SFS_PR_WH_BAD_TYPE, false, path, "%s",
 				       S_ISDIR(st->st_mode) ? "a directory with entries" :
@@ -361,8 +325,6 @@ struct subdir {
 	char *redirect;
 };
 
-static int walk(struct fsck *f, int dfd, const char *dpath, const struct cands *c, int depth);
-
 /* A subdirectory of the branch: its marks, for the walk into it. */
 static void note_subdir(struct fsck *f, int dfd, const char *name, const char *path,
 			struct subdir *s)
@@ -386,42 +348,37 @@ static void note_subdir(struct fsck *f, int dfd, const char *name, const char *p
 		sfs_fsck_found(f, SFS_PR_NESTED_META, false, path, NULL);
 }
 
-/* The entry dfd/name: one statx that refuses a mount point's root (the
- * walk never crosses one). It replaced an O_PATH open and its close (and,
- * for a .wh. name, a device or an untyped entry, an fstat too): one call
- * an entry where there were two or three (issue 20), the inode read
- * either way. */
-static int entry_stat(int dfd, const char *name, struct stat *st)
-{
-	return sfs_do_statx_at(dfd, name, st);
-}
-
-/* One entry of a directory of the branch; a subdirectory is added to
- * subs (walked once the directory is done). */
+/* One entry of a directory of the branch, with what was read of it
+ * (fa: one statx that refuses a mount point's root, the walk never
+ * crossing one, and its xattr list); a subdirectory is added to subs
+ * (walked once the directory is done). */
 static void check_entry(struct fsck *f, const struct dir *d, const char *name,
-			const char *path, struct subdir *subs, size_t *nsubs)
+			const char *path, const struct sfs_fsck_fact *fa, struct subdir *subs,
+			size_t *nsubs)
 {
 	const struct lower_fds *lf = d->lf;
+	const struct stat *st = &fa->st;
 	int dfd = d->fd;
 	struct sfs_fsck_problem *p;
-	struct stat st;
-	int ret = entry_stat(dfd, name, &st);
+	int ret = fa->ret;
 
-	if (ret == -EXDEV) {
+	if (ret == SFS_FSCK_FACT_UNREAD) {
+		check_aufs_name(f, d, name, path, NULL);
+	} else if (ret == -EXDEV) {
 		sfs_fsck_msg(f, false, "%s: a mount point: not crossed", path);
 	} else if (ret < 0) {
 		if (ret != -ENOENT)
 			sfs_fsck_msg(f, true, "%s: %s", path, strerror(-ret));
 	} else if (sfs_wh_reserved_name(name)) {
-		check_aufs_name(f, d, name, path, &st);
-	} else if (sfs_wh_is_chr_whiteout(&st) && (ret = sfs_wh_device_mark(dfd, name)) < 0) {
+		check_aufs_name(f, d, name, path, st);
+	} else if (sfs_wh_is_chr_whiteout(st) && (ret = sfs_wh_device_mark(dfd, name)) < 0) {
 		/* the marker exists only on a real device: written again */
 		p = ret == -EUCLEAN ? sfs_fsck_found(f, SFS_PR_DEVICE_BAD, true, path, NULL) : NULL;
 		if (ret != -EUCLEAN)
 			sfs_fsck_msg(f, true, "%s: device marker: %s", path, strerror(-ret));
 		if (p)
 			sfs_fsck_done(f, p, sfs_wh_mark_device(dfd, name));
-	} else if (sfs_wh_is_dev_whiteout(dfd, name, &st)) {
+	} else if (sfs_wh_is_dev_whiteout(dfd, name, st)) {
 		if (sfs_fsck_lower_has(lf, name) != 0)
 			return;
 		p = sfs_fsck_found(f, SFS_PR_WH_NOTHING, f->lowers_trusted, path,
@@ -429,113 +386,235 @@ static void check_entry(struct fsck *f, const struct dir *d, const char *name,
 		if (p)
 			sfs_fsck_done(f, p, sfs_do_unlinkat(dfd, name, 0) < 0 ? -errno : 0);
 	} else {
-		if (may_carry_marks(dfd, name))
-			check_xattrs(f, dfd, name, path, &st, lf);
-		if (S_ISDIR(st.st_mode))
+		/* a 0:0 device marked as a device: its list was not read */
+		if (fa->carry || (sfs_wh_is_chr_whiteout(st) && sfs_fsck_may_carry_marks(dfd, name)))
+			check_xattrs(f, dfd, name, path, st, lf);
+		if (S_ISDIR(st->st_mode))
 			note_subdir(f, dfd, name, path, &subs[(*nsubs)++]);
 	}
 }
 
-static void check_entries(struct fsck *f, const struct dir *d, const char *dpath,
-			  struct subdir *subs, size_t *nsubs)
+/* The entries at..at+n of d, their facts read, judged in order. False
+ * when out of memory (said). */
+static bool judge_chunk(struct fsck *f, const struct dir *d, const char *dpath, size_t at,
+			const struct sfs_fsck_facts *j, struct subdir *subs, size_t *nsubs)
 {
-	for (size_t i = 0; i < d->n; i++) {
+	for (size_t i = 0; i < j->n; i++) {
+		const char *name = d->names[at + i] + 1;
 		char *path;
-
-		const char *name = d->names[i] + 1;
 
 		if (!strcmp(dpath, "/") && !strcmp(name, SFS_METADIR_NAME))
 			continue;
 		path = sfs_fsck_join(dpath, name);
 		if (!path) {
 			sfs_fsck_msg(f, true, "out of memory");
-			return;
+			return false;
 		}
 		f->entries++;
 		if (f->o->progress)
 			f->o->progress(f->o->arg, f->entries, path);
-		check_entry(f, d, name, path, subs, nsubs);
+		check_entry(f, d, name, path, &j->out[i], subs, nsubs);
 		free(path);
+	}
+	return true;
+}
+
+static void facts_of(struct fsck *f, const struct dir *d, size_t at, struct sfs_fsck_facts *j,
+		     struct sfs_fsck_fact *out)
+{
+	j->dfd = d->fd;
+	j->names = d->names + at;
+	j->n = d->n - at < FSCK_FACTS_CHUNK ? d->n - at : FSCK_FACTS_CHUNK;
+	j->thorough = f->o->thorough;
+	j->out = out;
+	sfs_fsck_facts_begin(f->reader, j);
+}
+
+/* The entries of d, a chunk at a time: the helper thread reads the
+ * facts of each next chunk while this one is judged, and both read each
+ * (fsck_facts.c). Judging keeps the listing's order. */
+static void check_entries(struct fsck *f, const struct dir *d, const char *dpath,
+			  struct subdir *subs, size_t *nsubs)
+{
+	struct sfs_fsck_facts j[2];
+	bool ok = true;
+	size_t k = 0;
+
+	facts_of(f, d, 0, &j[0], f->facts);
+	for (size_t at = 0; at < d->n || at == 0; at += FSCK_FACTS_CHUNK, k ^= 1) {
+		sfs_fsck_facts_end(f->reader, &j[k]);
+		if (at + FSCK_FACTS_CHUNK < d->n)
+			facts_of(f, d, at + FSCK_FACTS_CHUNK, &j[k ^ 1],
+				 f->facts + (k ^ 1) * FSCK_FACTS_CHUNK);
+		ok = ok && judge_chunk(f, d, dpath, at, &j[k], subs, nsubs);
 	}
 }
 
-static int walk(struct fsck *f, int dfd, const char *dpath, const struct cands *c, int depth)
-{
-	struct lower_fds lf;
-	struct subdir *subs;
-	size_t n, nsubs = 0;
+/* A directory of the branch made ready to check: opened, listed, its
+ * lower directories opened (and listed where that is cheaper than the
+ * lookups); the helper thread prepares the next subdirectory while this
+ * one is checked. */
+struct prep {
+	struct sfs_fsck_task task;   /* first */
+	struct fsck *f;
+	int pfd;                     /* its parent */
+	const char *name;            /* in pfd ("." for the root) */
+	char *path;                  /* in the branch */
+	struct cands c;
+	int fd;                      /* or -errno of its open */
+	int list_ret;
 	char **names;
-	size_t nwh = 0;
-	int ret = sfs_fsck_list_dir_ext(dfd, true, &names, &n, &nwh);
+	size_t n, nwh;
+	struct lower_fds lf;
+};
 
-	if (ret) {
-		sfs_fsck_msg(f, true, "%s: cannot list: %s", dpath, strerror(-ret));
-		return ret;
-	}
-	if (depth > MAX_DEPTH) {
-		sfs_fsck_free_names(names, n);
-		sfs_fsck_msg(f, true, "%s: deeper than %d directories: not checked", dpath,
-			     MAX_DEPTH);
-		return -ELOOP;
-	}
-	subs = calloc(n ? n : 1, sizeof(*subs));
-	if (!subs) {
-		sfs_fsck_free_names(names, n);
-		sfs_fsck_msg(f, true, "out of memory");
-		return -ENOMEM;
-	}
+static void prep_run(struct sfs_fsck_task *t)
+{
+	struct prep *p = (struct prep *)t;
+
+	p->names = NULL;
+	p->n = p->nwh = 0;
+	memset(&p->lf, 0, sizeof(p->lf));
+	p->fd = p->path ? sfs_meta_openat(p->pfd, p->name, O_RDONLY | O_DIRECTORY, 0) : -ENOMEM;
+	if (p->fd < 0)
+		return;
+	p->list_ret = sfs_fsck_list_dir_ext(p->fd, true, &p->names, &p->n, &p->nwh);
+	if (p->list_ret)
+		return;
 	/* the names judged against the lower directories: .wh. names and
 	 * devices (a 0:0 one is an overlay whiteout) */
-	for (size_t i = 0; i < n; i++)
-		nwh += !strncmp(names[i] + 1, SFS_WH_PREFIX, SFS_WH_PREFIX_LEN);
-	sfs_fsck_lower_fds_open(f, c, nwh, &lf);
-	check_entries(f, &(struct dir){ dfd, names, n, &lf }, dpath, subs, &nsubs);
-	sfs_fsck_lower_fds_close(&lf);
-	sfs_fsck_free_names(names, n);
-	for (size_t i = 0; i < nsubs; i++) {
-		struct cands cc;
-		char *path = subs[i].name ? sfs_fsck_join(dpath, subs[i].name) : NULL;
-		int fd = path ? sfs_meta_openat(dfd, subs[i].name, O_RDONLY | O_DIRECTORY, 0)
-			      : -ENOMEM;
+	for (size_t i = 0; i < p->n; i++)
+		p->nwh += !strncmp(p->names[i] + 1, SFS_WH_PREFIX, SFS_WH_PREFIX_LEN);
+	sfs_fsck_lower_fds_open(p->f, &p->c, p->nwh, &p->lf);
+}
 
-		if (fd == -EXDEV) {
-			sfs_fsck_msg(f, false, "%s: a mount point: not crossed", path);
-		} else if (fd < 0) {
-			if (fd != -ENOENT)
-				sfs_fsck_msg(f, true, "%s: %s", path ? path : dpath, strerror(-fd));
-		} else {
-			sfs_fsck_child_cands(f, c, subs[i].name, subs[i].opaque, subs[i].redirect,
-					     &cc);
-			walk(f, fd, path, &cc, depth + 1);
-			sfs_fsck_cands_free(&cc);
-			close(fd);
-		}
-		free(path);
+static void prep_done(struct prep *p)
+{
+	sfs_fsck_lower_fds_close(&p->lf);
+	sfs_fsck_free_names(p->names, p->n);
+	if (p->fd >= 0)
+		close(p->fd);
+	sfs_fsck_cands_free(&p->c);
+	free(p->path);
+	p->path = NULL;
+	p->fd = -1;
+}
+
+static void walk(struct fsck *f, struct prep *p, int depth);
+
+/* Posts the preparing of subdirectory s of the directory at dpath (fd
+ * pfd, its candidates c). */
+static void prep_post(struct fsck *f, struct prep *p, int pfd, const char *dpath,
+		      const struct cands *c, const struct subdir *s)
+{
+	p->f = f;
+	p->pfd = pfd;
+	p->name = s->name;
+	p->path = s->name ? sfs_fsck_join(dpath, s->name) : NULL;
+	sfs_fsck_child_cands(f, c, s->name ? s->name : "", s->opaque, s->redirect, &p->c);
+	p->task.fn = prep_run;
+	sfs_fsck_post(f->reader, &p->task);
+}
+
+/* The subdirectories of directory p, each walked in turn. */
+static void walk_subs(struct fsck *f, const struct prep *p, struct subdir *subs, size_t nsubs,
+		      int depth)
+{
+	struct prep sp[2];
+
+	if (nsubs)
+		prep_post(f, &sp[0], p->fd, p->path, &p->c, &subs[0]);
+	for (size_t i = 0; i < nsubs; i++) {
+		struct prep *cur = &sp[i & 1];
+
+		sfs_fsck_wait(f->reader, &cur->task);
+		if (i + 1 < nsubs)
+			prep_post(f, &sp[(i + 1) & 1], p->fd, p->path, &p->c, &subs[i + 1]);
+		if (cur->fd == -EXDEV)
+			sfs_fsck_msg(f, false, "%s: a mount point: not crossed", cur->path);
+		else if (cur->fd < 0 && cur->fd != -ENOENT)
+			sfs_fsck_msg(f, true, "%s: %s", cur->path ? cur->path : p->path,
+				     strerror(-cur->fd));
+		else if (cur->fd >= 0)
+			walk(f, cur, depth + 1);
+		prep_done(cur);
+	}
+}
+
+static void walk(struct fsck *f, struct prep *p, int depth)
+{
+	struct subdir *subs;
+	size_t nsubs = 0;
+
+	if (p->list_ret) {
+		sfs_fsck_msg(f, true, "%s: cannot list: %s", p->path, strerror(-p->list_ret));
+		return;
+	}
+	if (depth > MAX_DEPTH) {
+		sfs_fsck_msg(f, true, "%s: deeper than %d directories: not checked", p->path,
+			     MAX_DEPTH);
+		return;
+	}
+	subs = calloc(p->n ? p->n : 1, sizeof(*subs));
+	if (!subs) {
+		sfs_fsck_msg(f, true, "out of memory");
+		return;
+	}
+	check_entries(f, &(struct dir){ p->fd, p->names, p->n, &p->lf }, p->path, subs, &nsubs);
+	/* the listing and lower fds are not needed below: the walk holds
+	 * one set per level, not two */
+	sfs_fsck_lower_fds_close(&p->lf);
+	memset(&p->lf, 0, sizeof(p->lf));
+	sfs_fsck_free_names(p->names, p->n);
+	p->names = NULL;
+	p->n = 0;
+	walk_subs(f, p, subs, nsubs, depth);
+	for (size_t i = 0; i < nsubs; i++) {
 		free(subs[i].name);
 		free(subs[i].redirect);
 	}
 	free(subs);
-	return 0;
 }
 
 void sfs_fsck_check_tree(struct fsck *f)
 {
-	struct cands c = { 0 };
+	struct prep root = { .f = f, .pfd = f->root_fd, .name = ".", .path = strdup("/") };
 	struct sfs_dirmark m;
 	int fd = sfs_meta_openat(f->root_fd, ".", O_RDONLY | O_DIRECTORY, 0);
 
-	if (fd < 0) {
-		sfs_fsck_msg(f, true, "cannot open the branch: %s", strerror(-fd));
-		return;
+	if (fd < 0 || !root.path) {
+		sfs_fsck_msg(f, true, "cannot open the branch: %s",
+			     strerror(fd < 0 ? -fd : ENOMEM));
+		goto out;
 	}
 	if (sfs_dirmark_read(fd, &m) == 0) {
 		if (!m.opaque)
-			sfs_fsck_cands_add(&c, strdup("/"));
+			sfs_fsck_cands_add(&root.c, strdup("/"));
 		sfs_dirmark_free(&m);
 	} else {
-		c.unknown = true;
+		root.c.unknown = true;
 	}
-	walk(f, fd, "/", &c, 0);
-	sfs_fsck_cands_free(&c);
-	close(fd);
+	f->facts = malloc(2 * FSCK_FACTS_CHUNK * sizeof(*f->facts));
+	if (!f->facts) {
+		sfs_fsck_msg(f, true, "out of memory");
+		goto out;
+	}
+	f->reader = sfs_fsck_reader_start();
+	root.task.fn = prep_run;
+	sfs_fsck_post(NULL, &root.task);
+	sfs_fsck_wait(NULL, &root.task);
+	if (root.fd >= 0)
+		walk(f, &root, 0);
+	else
+		sfs_fsck_msg(f, true, "cannot open the branch: %s", strerror(-root.fd));
+	prep_done(&root);
+	sfs_fsck_reader_stop(f->reader);
+	f->reader = NULL;
+	free(f->facts);
+	f->facts = NULL;
+out:
+	if (fd >= 0)
+		close(fd);
+	sfs_fsck_cands_free(&root.c);
+	free(root.path);
 }
