@@ -358,8 +358,8 @@ static int check(struct out *o, int root_fd, const struct sfs_metaloc *loc, bool
 		.workdir_record = !loc->record_damaged ? SFS_FSCK_WDREC_OK :
 				  loc->workdir ? SFS_FSCK_WDREC_GIVEN : SFS_FSCK_WDREC_LOST,
 		.workdir = loc->workdir, .repair = o->repair, .force = force,
-		.thorough = o->thorough, .in_use = in_use, .lowers = lowers, .nlowers = nlowers, .report = on_report,
-		.message = on_message, .progress = on_progress, .arg = o,
+		.thorough = o->thorough, .in_use = in_use, .lowers = lowers, .nlowers = nlowers,
+		.report = on_report, .message = on_message, .progress = on_progress, .arg = o,
 	};
 	int status = sfs_fsck_run(&fo, res);
 

@@ -458,6 +458,17 @@ os.setxattr(sys.argv[1], "trusted.stackfs.origin", bytes(v), follow_symlinks=Fal
 	[[ $(cat "$UP/.wh.f") == data ]]
 }
 
+@test "regression: a whiteout file holding data that hides nothing is read before --repair would remove it: WH_BAD_TYPE, kept" {
+	echo data >"$UP/.wh.nothing-below"
+	run_fsck "$UP"
+	assert_fsck_status 4
+	assert_output --partial "[WH_BAD_TYPE]"
+	refute_output --partial "[WH_NOTHING]"
+	run_fsck --repair "$UP"
+	assert_fsck_status 4
+	[[ $(cat "$UP/.wh.nothing-below") == data ]]
+}
+
 # A directory of more entries than fsck reads at a time (fsck_facts.c:
 # chunks of 512, shared by two threads), its damage spread over every
 # chunk: each problem is found once, in the listing's order, and the

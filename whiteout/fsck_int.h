@@ -161,17 +161,6 @@ int sfs_fsck_lower_dir(struct fsck *f, size_t j, const char *p);
 bool sfs_fsck_metacopy(struct fsck *f, int dfd, const char *name, const char *path,
 		       const struct lower_fds *lf);
 
-/* ---- fsck_facts.c: the facts of entries -------------------------------- */
-
-#define FSCK_FACTS_CHUNK 512      /* entries read, then judged, at a time */
-#define SFS_FSCK_FACT_UNREAD 1    /* ret of an entry not stat'ed */
-
-struct sfs_fsck_fact {
-	int ret;                 /* of its statx: 0, -errno, or UNREAD */
-	bool carry;              /* its xattr list may hold a mark or record */
-	struct stat st;          /* when ret is 0 */
-};
-
 /* ---- fsck_helper.c: the second thread -------------------------------- */
 
 struct sfs_fsck_task {
@@ -191,6 +180,15 @@ void sfs_fsck_post(struct sfs_fsck_reader *r, struct sfs_fsck_task *t);
 void sfs_fsck_wait(struct sfs_fsck_reader *r, struct sfs_fsck_task *t);
 
 /* ---- fsck_facts.c: what is read of entries before they are judged ----- */
+
+#define FSCK_FACTS_CHUNK 512      /* entries read, then judged, at a time */
+#define SFS_FSCK_FACT_UNREAD 1    /* ret of an entry not stat'ed */
+
+struct sfs_fsck_fact {
+	int ret;                 /* of its statx: 0, -errno, or UNREAD */
+	bool carry;              /* its xattr list may hold a mark or record */
+	struct stat st;          /* when ret is 0 */
+};
 
 /* The facts of the n typed names of directory dfd, into out[0..n): a
  * .wh. name listed as a regular file is left UNREAD unless thorough. */

@@ -237,9 +237,30 @@ static int remove_beside(int dfd, const char *name, const char *target, bool dir
 	return ret;
 }
 
+/* A .wh.X that is not an empty regular file: true when that was said
+ * (data in it, or under it, is kept: WH_BAD_TYPE) or its repair failed;
+ * false to judge it on (an empty directory replaced by an empty file). */
+static bool wh_type_bad(struct fsck *f, int dfd, const char *name, const char *path,
+			const struct stat *st)
+{
+	struct sfs_fsck_problem *p;
+
+	if (S_ISREG(st->st_mode) && !st->st_size)
+		return false;
+	if (!S_ISDIR(st->st_mode) || !is_empty_dir(dfd, name)) {
+		sfs_fsck_found(f, SFS_PR_WH_BAD_TYPE, false, path, "%s",
+			       S_ISDIR(st->st_mode) ? "a directory with entries" :
+			       S_ISREG(st->st_mode) ? "a file with data" : "not a regular file");
+		return true;
+	}
+	p = sfs_fsck_found(f, SFS_PR_WH_EMPTY_DIR, true, path, NULL);
+	return !p || sfs_fsck_done(f, p, replace_with_empty_file(dfd, name, true)) != 0;
+}
+
 /* An aufs whiteout .wh.X (or a .wh..wh. name) in a directory; st NULL:
  * a .wh.X its listing says is a regular file, its inode not read
- * (fsck_facts.c); a .wh..wh. name is always read. */
+ * (fsck_facts.c) unless something is found; a .wh..wh. name is always
+ * read. */
 static void check_aufs_name(struct fsck *f, const struct dir *d, const char *name,
 			    const char *path, const struct stat *st)
 {
@@ -247,7 +268,7 @@ static void check_aufs_name(struct fsck *f, const struct dir *d, const char *nam
 	int dfd = d->fd;
 	const char *target = name + SFS_WH_PREFIX_LEN;
 	struct sfs_fsck_problem *p;
-	struct stat tst;
+	struct stat tst, own;
 	bool empty_dir;
 	int has;
 
@@ -287,36 +308,39 @@ static void check_aufs_name(struct fsck *f, const struct dir *d, const char *nam
 		sfs_fsck_found(f, SFS_PR_WH_RESERVED, false, path, NULL);
 		return;
 	}
-	if (st && (!S_ISREG(st->st_mode) || st->st_size)) {
-		if (!S_ISDIR(st->st_mode) || !is_empty_dir(dfd, name)) {
-			sfs_fsck_found(f, SFS_PR_WH_BAD_TYPE, false, path, "%s",
-				       S_ISDIR(st->st_mode) ? "a directory with entries" :
-				       S_ISREG(st->st_mode) ? "a file with data" :
-				       "not a regular file");
-			return;
-		}
-		p = sfs_fsck_found(f, SFS_PR_WH_EMPTY_DIR, true, path, NULL);
-		if (!p)
-			return;
-		if (sfs_fsck_done(f, p, replace_with_empty_file(dfd, name, true)))
-			return;
-	}
+	if (st && wh_type_bad(f, dfd, name, path, st))
+		return;
 	/* a name the listing lacks is not there (the listing was read just
 	 * now): no lookup for it, the case of nearly every whiteout */
 	int ret = listed(d, target) ? sfs_do_stat(dfd, target, &tst) : -ENOENT;
-	if (ret == 0 || ret == -EXDEV) {
+	bool beside = ret == 0 || ret == -EXDEV;
+
+	has = beside ? 1 : sfs_fsck_lower_has(lf, target);
+	if (!beside && has != 0)
+		return;
+	/* either finding removes the name: one whose inode was not read is
+	 * read now, so that one holding data is reported and kept, as when
+	 * every whiteout was read */
+	if (!st) {
+		int r = sfs_do_statx_at(dfd, name, &own);
+
+		if (r == -EXDEV)
+			sfs_fsck_msg(f, false, "%s: a mount point: not crossed", path);
+		else if (r < 0 && r != -ENOENT)
+			sfs_fsck_msg(f, true, "%s: %s", path, strerror(-r));
+		if (r < 0 || wh_type_bad(f, dfd, name, path, &own))
+			return;
+	}
+	if (beside) {
 		p = sfs_fsck_found(f, SFS_PR_WH_BESIDE, true, path, NULL);
 		if (p)
 			sfs_fsck_done(f, p, remove_beside(dfd, name, target, ret == 0 &&
 							   S_ISDIR(tst.st_mode)));
 		return;
 	}
-	has = sfs_fsck_lower_has(lf, target);
-	if (has == 0) {
-		p = sfs_fsck_found(f, SFS_PR_WH_NOTHING, f->lowers_trusted, path, NULL);
-		if (p)
-			sfs_fsck_done(f, p, sfs_do_unlinkat(dfd, name, 0) < 0 ? -errno : 0);
-	}
+	p = sfs_fsck_found(f, SFS_PR_WH_NOTHING, f->lowers_trusted, path, NULL);
+	if (p)
+		sfs_fsck_done(f, p, sfs_do_unlinkat(dfd, name, 0) < 0 ? -errno : 0);
 }
 
 struct subdir {
