@@ -91,7 +91,9 @@ struct sfs_layer {
 	unsigned bidx;
 	unsigned char xwh;        /* SFS_XWH_* (union/resolve.h): a directory
 				   * layer's xattr-whiteout mark, as read at its
-				   * lookup; kept for read-only branches only */
+				   * lookup or asked later; kept for read-only
+				   * branches only; read and written atomically
+				   * (sfs_layer_keep_xwh) */
 };
 
 /* The layers of one union inode, highest first: one for a non-directory,
@@ -227,6 +229,13 @@ void sfs_ns_lock2(struct sfs_node *a, struct sfs_node *b);
 void sfs_ns_unlock2(struct sfs_node *a, struct sfs_node *b);
 
 struct sfs_stack *sfs_stack_new(struct sfs_snap *snap, unsigned n);
+/* Where layer l of a stack of snapshot s keeps what its directory said
+ * of xattr whiteouts once asked: its xwh for a read-only branch, NULL
+ * for a rw one (a rw layer's marks are its to clear: a rename's). */
+unsigned char *sfs_layer_keep_xwh(const struct sfs_snap *s, const struct sfs_layer *l);
+/* Whether directory layer l holds xattr whiteouts (sfs_u_dir_xwhiteouts,
+ * the answer kept as above). */
+bool sfs_layer_xwhiteouts(const struct sfs_snap *s, const struct sfs_layer *l);
 struct sfs_stack *sfs_stack_get(struct sfs_stack *st);
 void sfs_stack_put(struct sfs_stack *st);
 /* Branches are named by identity, never by position across stacks: two

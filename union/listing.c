@@ -58,9 +58,16 @@ int sfs_u_dirent(int dirfd, const char *name, unsigned char type, unsigned dirfl
 	return SFS_U_ENTRY;
 }
 
-bool sfs_u_dir_xwhiteouts(int dirfd, unsigned xwh)
+bool sfs_u_dir_xwhiteouts(int dirfd, unsigned xwh, unsigned char *keep)
 {
+	bool sure, x;
+
+	if (xwh == SFS_XWH_UNKNOWN && keep)
+		xwh = __atomic_load_n(keep, __ATOMIC_RELAXED);
 	if (xwh != SFS_XWH_UNKNOWN)
 		return xwh == SFS_XWH_SOME;
-	return sfs_wh_dir_has_xwhiteouts(dirfd);
+	x = sfs_wh_dir_xwhiteouts_read(dirfd, &sure);
+	if (keep && sure)
+		__atomic_store_n(keep, x ? SFS_XWH_SOME : SFS_XWH_NONE, __ATOMIC_RELAXED);
+	return x;
 }

@@ -151,7 +151,7 @@ static bool stops(const struct sfs_uentry *e, const struct sfs_ulayer *dl, int f
 		  const struct stat *st, bool dev_wh)
 {
 	return dev_wh || (e->n > 0 && !S_ISDIR(st->st_mode)) ||
-	       (S_ISREG(st->st_mode) && st->st_size == 0 && sfs_u_dir_xwhiteouts(dl->fd, dl->xwh) &&
+	       (S_ISREG(st->st_mode) && st->st_size == 0 && sfs_u_dir_xwhiteouts(dl->fd, dl->xwh, dl->keep_xwh) &&
 		sfs_wh_is_xwhiteout(fd, "", st));
 }
 

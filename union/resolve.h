@@ -33,6 +33,10 @@ struct sfs_ulayer {
 	unsigned b;
 	char *path;
 	unsigned char xwh;             /* SFS_XWH_*, for a directory's layer */
+	/* Where an answer asked later is kept (the caller's copy of a
+	 * read-only layer, shared by threads: written once, atomically, with
+	 * what every asker would find), or NULL. */
+	unsigned char *keep_xwh;
 };
 
 /* What a layer directory's marks said of xattr whiteouts in it, read
@@ -43,8 +47,13 @@ struct sfs_ulayer {
 #define SFS_XWH_NONE 1u
 #define SFS_XWH_SOME 2u
 /* Whether layer directory dirfd holds xattr whiteouts, xwh saying what
- * its marks said (SFS_XWH_UNKNOWN: asks it). */
-bool sfs_u_dir_xwhiteouts(int dirfd, unsigned xwh);
+ * its marks said; SFS_XWH_UNKNOWN: what keep (if not NULL) holds, else
+ * asks the directory and keeps a sure answer there. A directory of the
+ * lowest branch has no marks read at its lookup (nothing below it to
+ * stop or redirect), so without a kept answer each empty file looked up
+ * in it asked again: a round trip each where the branch is on a network
+ * filesystem (issue 33: 818 of them for a listing of 2,000 names). */
+bool sfs_u_dir_xwhiteouts(int dirfd, unsigned xwh, unsigned char *keep);
 
 /* The union the rules run in. */
 struct sfs_uview {

@@ -74,14 +74,16 @@ static bool xwhiteouts_by_name(int dirfd)
  * listing, and each lookup of an empty file in it), so the four reads
  * that answered ENODATA cost four calls where one says "none of them".
  * A name the list holds is then read as before; a list too long for the
- * buffer (or no such call) falls back to the four reads. */
-bool sfs_wh_dir_has_xwhiteouts(int dirfd)
+ * buffer (or no such call) falls back to the four reads, whose errors
+ * count as "not marked": such an answer is not sure. */
+bool sfs_wh_dir_xwhiteouts_read(int dirfd, bool *sure)
 {
 	int saved = errno;
 	char list[1024];
 	ssize_t n = sfs_xattr_list(dirfd, ".", list, sizeof(list));
 	bool x;
 
+	*sure = n >= 0 || n == -ENOTSUP;
 	if (n == -ENOTSUP)
 		x = false;
 	else if (n < 0)
@@ -94,6 +96,13 @@ bool sfs_wh_dir_has_xwhiteouts(int dirfd)
 		    sfs_xattr_list_has(list, n, SFS_OVL_USER_XWHITEOUTS_XATTR);
 	errno = saved;
 	return x;
+}
+
+bool sfs_wh_dir_has_xwhiteouts(int dirfd)
+{
+	bool sure;
+
+	return sfs_wh_dir_xwhiteouts_read(dirfd, &sure);
 }
 
 bool sfs_wh_is_xwhiteout(int dirfd, const char *ent, const struct stat *st)

@@ -69,6 +69,9 @@ int sfs_wh_mark_device(int fd, const char *ent);
 /* Whether directory dirfd (an O_PATH fd) is marked to hold xattr
  * whiteouts. */
 bool sfs_wh_dir_has_xwhiteouts(int dirfd);
+/* The same, *sure saying whether the directory answered (its xattr list
+ * was read) rather than a fallback that takes errors for "no". */
+bool sfs_wh_dir_xwhiteouts_read(int dirfd, bool *sure);
 /* Whether entry ent of dirfd (dirfd itself when ent is ""), whose stat is
  * st, in a directory so marked, is an xattr whiteout. */
 bool sfs_wh_is_xwhiteout(int dirfd, const char *ent, const struct stat *st);

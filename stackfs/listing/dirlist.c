@@ -308,7 +308,7 @@ static int read_layer(struct merge *m, const struct sfs_layer *l, bool is_root, 
 	int ret = 0;
 
 	unsigned dirflags = (is_root ? SFS_U_AT_ROOT : 0) |
-			    (sfs_u_dir_xwhiteouts(l->fd, l->xwh) ? SFS_U_XWHITEOUTS : 0);
+			    (sfs_layer_xwhiteouts(m->snap, l) ? SFS_U_XWHITEOUTS : 0);
 
 	if (fd < 0)
 		return fd;

@@ -398,7 +398,7 @@ int sfs_fdcache_reopen(struct sfs_node *n, struct sfs_stack **out)
 
 	for (unsigned i = 0; ret == 0 && i < st->n; i++) {
 		ns->l[i].bidx = st->l[i].bidx;
-		ns->l[i].xwh = st->l[i].xwh;
+		ns->l[i].xwh = __atomic_load_n(&st->l[i].xwh, __ATOMIC_RELAXED);
 		ret = reopen_layer(st->snap, st->l[i].bidx, saved_at(n->saved, i), dir);
 		if (ret >= 0)
 			ns->l[i].fd = ret;

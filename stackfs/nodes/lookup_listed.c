@@ -55,11 +55,12 @@ static bool rules_may_add(const struct sfs_stack *dst, const struct sfs_layer *l
 /* An entry of layer directory l the rules do not show or must look at
  * closer: a whiteout of either kind (an xattr one is an empty regular
  * file). */
-static bool not_plain(const struct sfs_layer *l, const struct stat *st)
+static bool not_plain(const struct sfs_stack *dst, const struct sfs_layer *l,
+		      const struct stat *st)
 {
 	if (S_ISCHR(st->st_mode) && st->st_rdev == 0)
 		return true;
-	return S_ISREG(st->st_mode) && st->st_size == 0 && sfs_u_dir_xwhiteouts(l->fd, l->xwh);
+	return S_ISREG(st->st_mode) && st->st_size == 0 && sfs_layer_xwhiteouts(dst->snap, l);
 }
 
 /* Whether the mount lets entries go unopened: not where node ids are
@@ -140,7 +141,7 @@ static int stat_listed(struct sfs_node *dir, struct sfs_stack *dst, const char *
 	if (k < 0)
 		return -EAGAIN;
 	l = &dst->l[k];
-	if (S_ISDIR(st->st_mode) || not_plain(l, st) || rules_may_add(dst, l, name, st))
+	if (S_ISDIR(st->st_mode) || not_plain(dst, l, st) || rules_may_add(dst, l, name, st))
 		return -EAGAIN;
 	*bidx = l->bidx;
 	return 0;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "stackfs/stackfs.h"
+#include "union/resolve.h"
 
 #define SHARDS 64
 
@@ -126,6 +127,20 @@ int sfs_snap_pos(const struct sfs_snap *s, const struct sfs_branch *b)
 		if (s->b[i]->shared == b->shared)
 			return (int)i;
 	return -1;
+}
+
+unsigned char *sfs_layer_keep_xwh(const struct sfs_snap *s, const struct sfs_layer *l)
+{
+	if (s->b[l->bidx]->mode != SFS_BRANCH_RO)
+		return NULL;
+	/* the one field of a shared stack written after it was made: once,
+	 * atomically, with what any thread asking would find */
+	return (unsigned char *)&l->xwh;
+}
+
+bool sfs_layer_xwhiteouts(const struct sfs_snap *s, const struct sfs_layer *l)
+{
+	return sfs_u_dir_xwhiteouts(l->fd, SFS_XWH_UNKNOWN, sfs_layer_keep_xwh(s, l));
 }
 
 struct sfs_stack *sfs_stack_rebase(const struct sfs_stack *st, struct sfs_snap *s,

@@ -73,7 +73,8 @@ static int view_of(const struct sfs_stack *dst, const struct sfs_unames *names,
 		return -ENOMEM;
 	for (unsigned i = 0; i < dst->n; i++)
 		(*dir)[i] = (struct sfs_ulayer){
-			.fd = dst->l[i].fd, .b = dst->l[i].bidx, .xwh = dst->l[i].xwh
+			.fd = dst->l[i].fd, .b = dst->l[i].bidx,
+			.keep_xwh = sfs_layer_keep_xwh(dst->snap, &dst->l[i])
 		};
 	return 0;
 }
