@@ -465,6 +465,10 @@ void sfs_meta_close(struct sfs_meta *m)
 	}
 	sfs_reg_table_free(&m->reg);
 	sfs_ino_table_free(&m->ino);
+	/* records never written were never handed out (no sync took them) */
+	free(m->ino_pend);
+	m->ino_pend = NULL;
+	m->ino_pend_n = m->ino_pend_cap = 0;
 	pthread_mutex_destroy(&m->mu);
 	/* a second close must find a usable mutex */
 	pthread_mutex_init(&m->mu, NULL);

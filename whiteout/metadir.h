@@ -118,6 +118,11 @@ struct sfs_meta {
 	struct sfs_ino_table ino;
 	uint64_t ino_unsynced;         /* first record written but not yet
 					* fdatasync'd (a batch's), or UINT64_MAX */
+	/* A batch's records not yet written: those of ino_pend_first on
+	 * (up to ino.nrec), written by one pwrite before any sync. */
+	uint8_t *ino_pend;
+	size_t ino_pend_n, ino_pend_cap; /* records */
+	uint64_t ino_pend_first;
 };
 
 /* One line of `lowers`: a branch of the last mount, highest first. */

@@ -448,6 +448,46 @@ static int open_dir(const char *path)
 
 /* The chunked inomap loader against the buffer parser, on a file of a
  * few chunks with a torn tail; and the size limit, before any read. */
+static off_t inomap_size(const struct sfs_meta *m)
+{
+	struct stat st;
+
+	return fstat(m->ino_fd, &st) == 0 ? st.st_size : -1;
+}
+
+/* A batch's records are gathered and written together at its end; a
+ * failed write fails the end and keeps them, and the next handing out
+ * of one of their numbers writes them (numbers 5 to 106 here). */
+static void selftest_ino_batch(struct sfs_meta *m)
+{
+	off_t s0 = inomap_size(m);
+	uint64_t v, w;
+	int good = m->ino_fd, ro;
+	bool seq = true;
+
+	sfs_meta_ino_batch_begin();
+	for (uint64_t i = 0; i < 100; i++)
+		seq &= sfs_meta_ino_alloc(m, 4, i, &v) == 0 && v == (SFS_INO_ALLOC_BASE | (5 + i));
+	CHECK(seq, "a batch's numbers follow each other");
+	CHECK(sfs_meta_ino_alloc(m, 4, 7, &v) == 0 && v == (SFS_INO_ALLOC_BASE | 12), "found in the batch");
+	CHECK(inomap_size(m) == s0, "a batch's records wait for its end");
+	CHECK(sfs_meta_ino_batch_end() == 0, "batch end");
+	CHECK(inomap_size(m) == s0 + 100 * (off_t)SFS_INO_REC_SIZE, "a batch's records written at its end");
+
+	ro = openat(m->dir_fd, "inomap", O_RDONLY | O_CLOEXEC);
+	CHECK(ro >= 0, "inomap read-only");
+	sfs_meta_ino_batch_begin();
+	CHECK(sfs_meta_ino_alloc(m, 5, 0, &v) == 0 && sfs_meta_ino_alloc(m, 5, 1, &w) == 0 &&
+	      w == (SFS_INO_ALLOC_BASE | 106), "two more in a batch");
+	m->ino_fd = ro; /* its write fails (EBADF) */
+	CHECK(sfs_meta_ino_batch_end() == -EBADF, "a failed write fails the batch");
+	m->ino_fd = good;
+	close(ro);
+	CHECK(inomap_size(m) == s0 + 100 * (off_t)SFS_INO_REC_SIZE, "nothing written");
+	CHECK(sfs_meta_ino_alloc(m, 5, 1, &v) == 0 && v == w, "the number handed out later");
+	CHECK(inomap_size(m) == s0 + 102 * (off_t)SFS_INO_REC_SIZE, "...once its records are written");
+}
+
 static void selftest_ino_load(int root)
 {
 	size_t nrec = 2 * SFS_INO_CHUNK + 5, len = SFS_INO_REC_SIZE * (nrec + 1) + 7;
@@ -564,6 +604,16 @@ static int cmd_selftest(const char *dir)
 		return 1;
 	CHECK(!(m.flags & SFS_META_F_OVERLAY), "style changed to aufs");
 	CHECK(sfs_meta_ino_alloc(&m, 3, 2, &c) == 0 && c == (SFS_INO_ALLOC_BASE | 4), "after tear");
+	selftest_ino_batch(&m);
+	sfs_meta_close(&m);
+	ret = sfs_meta_open(root, 0, false, &m, err, sizeof(err));
+	CHECK(ret == 0, "reopen after batches: %s", err);
+	if (ret)
+		return 1;
+	CHECK(sfs_meta_ino_find(&m, 4, 99, &c) == 1 && c == (SFS_INO_ALLOC_BASE | 104),
+	      "a batch's numbers persisted");
+	CHECK(sfs_meta_ino_find(&m, 5, 1, &c) == 1 && c == (SFS_INO_ALLOC_BASE | 106),
+	      "a batch written again after a failed write persisted");
 	sfs_meta_close(&m);
 
 	/* origin records */
