@@ -573,12 +573,30 @@ static int readahead_set(const char *mountpoint, unsigned kib)
 }
 
 /* One O_PATH descriptor per node the kernel knows: a walk of a large
- * tree needs more than the default 1024. */
+ * tree needs more than the default 1024, and a walk of 30,000 entries
+ * more than a hard limit of 20,000 (bench/gluster's full size: "Too many
+ * open files"). Raised as stackfs raises its own: to the kernel's
+ * nr_open where allowed (root), else to the hard limit. */
 static void nofile_raise(void)
 {
 	struct rlimit r;
+	unsigned long nr_open = 0;
+	FILE *f = fopen("/proc/sys/fs/nr_open", "re");
 
-	if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+	if (f) {
+		if (fscanf(f, "%lu", &nr_open) != 1)
+			nr_open = 0;
+		fclose(f);
+	}
+	if (getrlimit(RLIMIT_NOFILE, &r) != 0)
+		return;
+	if (nr_open > r.rlim_max) {
+		struct rlimit up = { .rlim_cur = nr_open, .rlim_max = nr_open };
+
+		if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+			return;
+	}
+	if (r.rlim_cur < r.rlim_max) {
 		r.rlim_cur = r.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &r);
 	}
