@@ -39,6 +39,10 @@ test_pkgs=(
 	# tests/47-gluster: a GlusterFS volume served here (glusterd, the gluster
 	# command) and mounted by its FUSE client (mount.glusterfs)
 	glusterfs-server glusterfs-cli glusterfs-client
+	# tests/48-cephfs: a one-node Ceph cluster served here (its monitor,
+	# manager, OSD and metadata server; ceph, ceph-authtool, monmaptool)
+	# and mounted by its FUSE client
+	ceph-mon ceph-mgr ceph-osd ceph-mds ceph-base ceph-common ceph-fuse
 	# tests/03-package installs the .deb into a fresh bookworm root
 	mmdebstrap
 	# tests/03-bench checks the bench's tools, whose columns are kernel

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <stdbool.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -23,13 +24,22 @@ static int flags_fd(int fd, bool noatime)
 	return r == -EPERM && noatime ? sfs_do_reopen(fd, flags) : r;
 }
 
+/* Whether a failed FS_IOC_GETFLAGS of the source means "no flags here":
+ * the filesystem knows no such ioctl. FUSE servers answer ioctls they do
+ * not know as they please: ceph-fuse says EINVAL (as its lsattr shows),
+ * and a copy-up of every file on a CephFS failed with it. */
+static bool no_flags(int err)
+{
+	return err == ENOTTY || err == EOPNOTSUPP || err == ENOSYS || err == EINVAL;
+}
+
 int sfs_copy_flags(int src, int dst)
 {
 	int in = flags_fd(src, true), out = in < 0 ? -1 : flags_fd(dst, false);
 	int flags = 0, own = 0, ret = in < 0 ? in : out < 0 ? out : 0;
 
 	if (ret == 0 && ioctl(in, FS_IOC_GETFLAGS, &flags) < 0)
-		ret = errno == ENOTTY || errno == EOPNOTSUPP ? 0 : -errno;
+		ret = no_flags(errno) ? 0 : -errno;
 	flags &= COPIED_FLAGS;
 	/* the copy's own flags stay (ext4's extent flag: clearing it asks
 	 * for a conversion to block maps) */

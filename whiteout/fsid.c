@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "common/bio.h"
@@ -57,20 +58,37 @@ static void custom_uuid(const void *key, size_t len, uint8_t uuid[16])
 	uuid[8] = (uint8_t)((uuid[8] & 0x3f) | 0x80);
 }
 
+/* What names the filesystem a ceph-fuse mount shows: its mountinfo
+ * source is "ceph-fuse" for every cluster, so the cluster's fsid, which
+ * the client answers as a virtual xattr of any inode. */
+static int ceph_source(int rfd, char *src, size_t len)
+{
+	ssize_t n = fgetxattr(rfd, "ceph.cluster_fsid", src, len - 1);
+
+	if (n <= 0)
+		return n < 0 ? -errno : -ENODATA;
+	src[n] = '\0';
+	return 0;
+}
+
 /* The FUSE client of a filesystem other hosts share has no f_fsid, and
  * its st_dev is a number given at each mount of the client: after a
  * reboot the same volume would be another filesystem, and every inode
  * number of a view over it would change. Its identity is what it mounts
- * instead: type and source ("fuse.glusterfs", "host:/volume"), which
- * every client mount of the volume shares. Other FUSE filesystems keep
- * st_dev: two mounts of one (say "stackfs") source may be different
- * trees. 0, or -ENOENT when it is not such a filesystem. */
-static int shared_fuse_uuid(dev_t dev, uint8_t uuid[16])
+ * instead: type and source ("fuse.glusterfs", "host:/volume"; for
+ * ceph-fuse the cluster's fsid), which every client mount of the volume
+ * shares. Other FUSE filesystems keep st_dev: two mounts of one (say
+ * "stackfs") source may be different trees. 0, or -ENOENT when it is not
+ * such a filesystem (or a ceph-fuse mount that does not say its
+ * cluster: never taken for another cluster's). */
+static int shared_fuse_uuid(int rfd, dev_t dev, uint8_t uuid[16])
 {
 	char type[64], src[PATH_MAX], key[sizeof(type) + sizeof(src) + 16];
 
 	if (sfs_runtime_source_of(major(dev), minor(dev), type, sizeof(type), src,
 				  sizeof(src)) < 0 || !sfs_fstype_shared(type) || !src[0])
+		return -ENOENT;
+	if (!strcmp(type, "fuse.ceph-fuse") && ceph_source(rfd, src, sizeof(src)) < 0)
 		return -ENOENT;
 	snprintf(key, sizeof(key), "stackfs\n%s\n%s", type, src);
 	custom_uuid(key, strlen(key), uuid);
@@ -106,7 +124,7 @@ int sfs_fs_uuid(int fd, uint8_t uuid[16])
 		ret = -errno;
 		goto out;
 	}
-	if (sf.f_type == FUSE_MAGIC && shared_fuse_uuid(st.st_dev, uuid) == 0)
+	if (sf.f_type == FUSE_MAGIC && shared_fuse_uuid(rfd, st.st_dev, uuid) == 0)
 		goto out;
 	memset(key, 0, sizeof(key));
 	memcpy(key, &sf.f_fsid, sizeof(sf.f_fsid) < 8 ? sizeof(sf.f_fsid) : 8);

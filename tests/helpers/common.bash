@@ -56,6 +56,8 @@ _sfs_patch_fn bats_version_lt 'local i;'
 SFS_REPO=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
 # GlusterFS volumes as branch filesystems (SFS_FS=glusterfs, tests/47-gluster)
 source "${BASH_SOURCE[0]%/*}/gluster.bash"
+# A one-node CephFS mounted by ceph-fuse (SFS_FS=cephfs, tests/48-cephfs)
+source "${BASH_SOURCE[0]%/*}/cephfs.bash"
 : "${SFS_BUILD:=$SFS_REPO/build}"
 : "${SFS_FS:=ext4}"
 export SFS_BUILD SFS_FS
@@ -220,8 +222,14 @@ sfs_make_image() {
 		sfs_gluster_image "$size" "$name"
 		return
 		;;
+	cephfs)
+		# a cluster of its own, mounted by ceph-fuse (no image: the
+		# size is the OSD's sparse file's)
+		sfs_ceph_image "$name"
+		return
+		;;
 	*)
-		echo "sfs_make_image: unknown filesystem '$fs' (ext4, xfs or glusterfs)" >&2
+		echo "sfs_make_image: unknown filesystem '$fs' (ext4, xfs, glusterfs or cephfs)" >&2
 		return 1
 		;;
 	esac
@@ -526,6 +534,7 @@ _sfs_run_list() {
 		rest:shared) [[ $arg == /tmp/stackfs-shared.* ]] && rm -rf "$arg" ;;
 		rest:glvol) _sfs_gluster_drop "$arg" ;;
 		rest:glusterd) _sfs_glusterd_stop "$arg" ;;
+		rest:cephfs) _sfs_ceph_down "$arg" ;;
 		esac
 	done
 	# daemons recorded at mount time must have ended with their mounts
@@ -550,7 +559,7 @@ _sfs_sweep() {
 		for ((i = 0; i < ${#targets[@]}; i++)); do
 			type=${types[i]} target=${targets[i]}
 			[[ $which == all || $type == fuse* ]] || continue
-			[[ $type == "${_SFS_SWEEP_KEEP:-}" ]] && continue
+			[[ " ${_SFS_SWEEP_KEEP:-} " == *" $type "* ]] && continue
 			fresh=0
 			echo "cleanup: $target ($type) was left mounted" >&2
 			if [[ $type == fuse.hangfs ]]; then
@@ -590,9 +599,10 @@ sfs_cleanup() {
 		_sfs_run_list "$list" hang
 		_sfs_run_list "$list" fuse
 		_sfs_sweep fuse "$BATS_TEST_TMPDIR"
-		# the file's GlusterFS client mounts (its volume, its "hosts")
-		# outlive each test: FUSE mounts too, but the file's own
-		_SFS_SWEEP_KEEP=fuse.glusterfs _sfs_sweep fuse "$BATS_FILE_TMPDIR"
+		# the file's GlusterFS and CephFS client mounts (its volume,
+		# its "hosts") outlive each test: FUSE mounts too, but the
+		# file's own
+		_SFS_SWEEP_KEEP="fuse.glusterfs fuse.ceph-fuse" _sfs_sweep fuse "$BATS_FILE_TMPDIR"
 		_sfs_run_list "$list" rest
 		rm -f "$list"
 		# and bind mounts a test made inside the file's images

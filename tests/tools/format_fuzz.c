@@ -21,6 +21,7 @@
  *   format_fuzz origin-get PATH            prints the record, "none" or "corrupt"
  *   format_fuzz ino-alloc BRANCH FSID INO  allocates (or finds) a number, prints it
  *   format_fuzz check BRANCH               sfs_meta_check: state or the error
+ *   format_fuzz fsuuid PATH                the identity of the filesystem of PATH
  * Exit 0 on success, 1 on a failed check, 2 on a usage error. */
 #include <errno.h>
 #include <fcntl.h>
@@ -855,6 +856,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	return 0;
 }
 #else
+/* fsuuid PATH: the identity sfs_fs_uuid gives the filesystem of PATH
+ * (the registry's key for it), as 32 hex digits. */
+static int cmd_fsuuid(int argc, char **argv)
+{
+	uint8_t u[16];
+	int fd = argc > 2 ? open(argv[2], O_PATH | O_CLOEXEC) : -1;
+	int ret = fd < 0 ? -errno : sfs_fs_uuid(fd, u);
+
+	if (fd >= 0)
+		close(fd);
+	if (ret < 0) {
+		fprintf(stderr, "fsuuid %s: %s\n", argc > 2 ? argv[2] : "", strerror(-ret));
+		return 1;
+	}
+	for (int i = 0; i < 16; i++)
+		printf("%02x", u[i]);
+	printf("\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : "";
@@ -877,10 +898,12 @@ int main(int argc, char **argv)
 		return cmd_ino_alloc(argc, argv);
 	if (!strcmp(cmd, "check"))
 		return cmd_check(argc, argv);
+	if (!strcmp(cmd, "fsuuid"))
+		return cmd_fsuuid(argc, argv);
 	fprintf(stderr, "usage: format_fuzz fuzz [ITERATIONS [SEED]] | selftest DIR | crc32c |\n"
 		"       mkmeta [--overlay] BRANCH [LOWER...] | header FILE VERSION [FLAGS] |\n"
 		"       origin-set UPPER LOWER | origin-get PATH | ino-alloc BRANCH FSID INO |\n"
-		"       check BRANCH\n");
+		"       check BRANCH | fsuuid PATH\n");
 	return 2;
 }
 #endif

@@ -1,0 +1,89 @@
+#!/usr/bin/env bats
+# Branches on a CephFS (issue 33, docs/distributed.md): a one-node
+# cluster of this file's own (a monitor, a manager, one OSD on BlueStore
+# in a sparse file, one metadata server; helpers/cephfs.bash), on
+# 127.0.0.1 only, mounted twice by ceph-fuse as two hosts would mount
+# it. The tests are those every engine runs (helpers/distributed.bash).
+
+load helpers/common
+load helpers/copyup
+load helpers/faults
+load helpers/distributed
+
+setup_file() {
+	# the filesystem is this file's own; once per suite (the filesystem
+	# of the runs is not what is tested)
+	sfs_once_here >/dev/null || return 0
+	sfs_setup_file 1 || return 1
+	dfs_setup_file cephfs
+}
+
+teardown_file() {
+	sfs_cleanup_file
+}
+
+setup() {
+	dfs_setup
+}
+
+teardown() {
+	sfs_cleanup
+}
+
+@test "a mount on the filesystem says in one line what it lacks and what it does instead" {
+	dfs_test_notes
+}
+
+@test "lowers on the filesystem show what the same lowers on ext4 show: whiteouts, opaque dirs, links, xattrs, ACLs" {
+	dfs_test_lowers
+}
+
+@test "a rw branch on the filesystem: copy-up, renames, whiteouts, links, remount and fsck as on ext4" {
+	dfs_test_rw
+}
+
+@test "a client mount made again (another st_dev, every node forgotten): the view keeps its inode numbers and fsck its origins" {
+	dfs_test_client_again
+}
+
+@test "sync modes and commit with the rw branch on the filesystem" {
+	dfs_test_sync_commit
+}
+
+@test "the daemon killed in the middle of a copy-up on the filesystem: the file is whole or untouched" {
+	dfs_test_kill_copyup
+}
+
+@test "two hosts: a layer published through the other host's mount shows within timeout, never mixed" {
+	dfs_test_two_hosts
+}
+
+@test "a new shared layer added live on both hosts (stackfs branch add)" {
+	dfs_test_branch_add
+}
+
+@test "opens for writing racing an unlink or a rename over the file never fail on the filesystem" {
+	dfs_test_racing_opens
+}
+
+@test "a lower name of 252 bytes renamed and removed on the filesystem stays hidden" {
+	dfs_test_long_name
+}
+
+# regression: a ceph-fuse mount's mountinfo source is "ceph-fuse" for
+# every cluster, and that source was the filesystem's identity: two
+# clusters were one filesystem to stackfs, so files of equal inode
+# numbers in each got one number in a view. The identity is now the
+# cluster's fsid (its client's ceph.cluster_fsid).
+@test "two client mounts of one CephFS are one filesystem to stackfs; another cluster is another one" {
+	sfs_require_tool format_fuzz
+	local other h3=$BATS_TEST_TMPDIR/other a b c
+	a=$("$TOOLS/format_fuzz" fsuuid "$DFS_H1")
+	b=$("$TOOLS/format_fuzz" fsuuid "$DFS_H2")
+	[[ -n $a && $a == "$b" ]] || fail "two mounts of one cluster: '$a' and '$b'"
+	other=$(sfs_ceph_up) || fail "a second cluster did not start"
+	sfs_ceph_mount "$other" "$h3"
+	c=$("$TOOLS/format_fuzz" fsuuid "$h3")
+	[[ -n $c && $c != "$a" ]] || fail "two clusters, one identity: $a"
+	[[ $("$TOOLS/format_fuzz" fsuuid "$DFS_H1") == "$a" ]] || fail "the identity changed"
+}
