@@ -69,3 +69,7 @@ teardown() {
 @test "a lower name of 252 bytes renamed and removed on the filesystem stays hidden" {
 	dfs_test_long_name
 }
+
+@test "regression: a hard-linked lower file copied up keeps its link count after a remount, and tar stores it once" {
+	dfs_test_hardlink_count
+}

@@ -70,6 +70,10 @@ teardown() {
 	dfs_test_long_name
 }
 
+@test "regression: a hard-linked lower file copied up keeps its link count after a remount, and tar stores it once" {
+	dfs_test_hardlink_count
+}
+
 # regression: a ceph-fuse mount's mountinfo source is "ceph-fuse" for
 # every cluster, and that source was the filesystem's identity: two
 # clusters were one filesystem to stackfs, so files of equal inode

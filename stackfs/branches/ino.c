@@ -78,7 +78,7 @@ uint32_t sfs_origin_nlink(const struct sfs_snap *snap, int dirfd, const char *na
 {
 	struct sfs_origin o;
 	struct stat st;
-	uint32_t nlink = 1;
+	uint32_t nlink = 0;
 	int fd = -1;
 
 	if (sfs_origin_get(dirfd, name, &o) != 1 || o.version < 2 || !o.handle_bytes)

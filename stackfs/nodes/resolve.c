@@ -94,18 +94,44 @@ static int rules(const struct sfs_stack *dst, const struct sfs_unames *names,
 	return ret;
 }
 
+/* The link count of the origin found by name: the copy's name in the
+ * layers of dst below its rw branch b, taken when it is the origin's
+ * inode (a copy is placed under one of the lower names, and keeps it
+ * unless renamed). For an origin no handle opens: a FUSE branch's
+ * number handle (a copy-up of a hard-linked file over GlusterFS or
+ * CephFS showed one link after a remount, and tar stored it twice). 0
+ * when not found. */
+static uint32_t origin_nlink_by_name(const struct sfs_stack *dst, unsigned b,
+				     const char *name, const struct stat *id)
+{
+	struct stat st;
+
+	for (unsigned i = 0; i < dst->n; i++)
+		if (dst->l[i].bidx > b && sfs_do_stat(dst->l[i].fd, name, &st) == 0 &&
+		    st.st_dev == id->st_dev && st.st_ino == id->st_ino)
+			return (uint32_t)st.st_nlink;
+	return 0;
+}
+
 /* A copy with several links that is in the index: its count of names
- * includes the lower ones not copied up (as far as it can be known). */
-static void resolve_linked_copy(struct resolve *r, const struct sfs_snap *s,
+ * includes the lower ones not copied up (as far as it can be known; 1
+ * when the lower file is not found). */
+static void resolve_linked_copy(struct resolve *r, const struct sfs_stack *dst,
 				int dirfd, const char *name)
 {
+	const struct sfs_snap *s = dst->snap;
 	struct stat st;
 	int fd = sfs_index_open(s, r->id.st_dev, r->id.st_ino);
 
 	if (fd < 0)
 		return;
-	if (sfs_do_fstat(fd, &st) == 0 && st.st_ino == r->e.top.st_ino)
+	if (sfs_do_fstat(fd, &st) == 0 && st.st_ino == r->e.top.st_ino) {
 		r->nlink = sfs_origin_nlink(s, dirfd, name);
+		if (!r->nlink)
+			r->nlink = origin_nlink_by_name(dst, r->e.l[0].b, name, &r->id);
+		if (!r->nlink)
+			r->nlink = 1;
+	}
 	close(fd);
 }
 
@@ -179,7 +205,7 @@ static int resolve_origin(struct resolve *r, const struct sfs_stack *dst,
 		r->id.st_dev = (dev_t)dev;
 		r->id.st_ino = (ino_t)ino;
 		if (linked_copy(&r->e.top))
-			resolve_linked_copy(r, dst->snap, pl->fd, name);
+			resolve_linked_copy(r, dst, pl->fd, name);
 	} else if (ret == -ESTALE && linked_copy(&r->e.top)) {
 		resolve_stale_copy(r, dst->snap, dev, ino);
 	}

@@ -180,11 +180,12 @@ sfs_ceph_up() {
 	echo "$dir"
 }
 
-# sfs_ceph_mount DIR MOUNTPOINT: the cluster's file system mounted by
-# ceph-fuse (one "host"), with POSIX ACLs (its client checks them; off
-# by default); recorded.
+# sfs_ceph_mount DIR MOUNTPOINT [OPTION...]: the cluster's file system
+# mounted by ceph-fuse (one "host"), with POSIX ACLs (its client checks
+# them; off by default) and the OPTIONs; recorded.
 sfs_ceph_mount() {
 	local dir=$1 mp=$2 log=$1/log/mount.$BASHPID.$RANDOM fd
+	shift 2
 	mkdir -p "$mp" || return 1
 	sfs_record mount "$mp"
 	if ! (
@@ -192,7 +193,8 @@ sfs_ceph_mount() {
 			fd=${fd##*/}
 			((fd > 2)) && eval "exec $fd>&-"
 		done
-		exec ceph-fuse -c "$dir/ceph.conf" --id admin --client_acl_type=posix_acl "$mp" </dev/null >"$log" 2>&1
+		exec ceph-fuse -c "$dir/ceph.conf" --id admin --client_acl_type=posix_acl "$@" "$mp" \
+			</dev/null >"$log" 2>&1
 	); then
 		echo "ceph-fuse $mp: $(cat "$log")" >&2
 		return 1
@@ -234,6 +236,9 @@ sfs_ceph_image() {
 	[[ -z $why ]] || { echo "$why" >&2; return 1; }
 	dir=$(sfs_ceph_up) || return 1
 	mp=$(_sfs_scope_dir)/$1
-	sfs_ceph_mount "$dir" "$mp" || return 1
+	# a directory's st_size an ordinary one, not the recursive byte
+	# count the metadata server updates a moment after a write below:
+	# the union tests compare snapshots of the lower branches
+	sfs_ceph_mount "$dir" "$mp" --client_dirsize_rbytes=false || return 1
 	echo "$mp"
 }
