@@ -296,7 +296,7 @@ wait_ahead() {
 	((${#lines[@]} == 300)) || fail "find gave ${#lines[@]} directories"
 }
 
-# count_dir_xattr_lists TRACE: the xattr lists asked of directory layers
+# xattr_lists TRACE: the xattr lists asked of directory layers
 # in an strace of the daemon (listxattrat is syscall 465, which this
 # strace knows by number only)
 xattr_lists() {
