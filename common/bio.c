@@ -234,6 +234,18 @@ static bool bad_name(const char *name)
 	return !name[0] || name[0] == '/';
 }
 
+/* Tries of an openat2 that answered EXDEV: see open_how. */
+#define OPEN_XDEV_TRIES 4
+
+/* EXDEV has two causes under RESOLVE_BENEATH: a mount point on the way,
+ * which answers it every time, and an entry that another thread renamed
+ * out of dirfd between its lookup and the end of the walk (the kernel's
+ * last check that the result is beneath dirfd), which is gone when asked
+ * again: the name is then resolved where it is now, or not found. Taken
+ * for a mount point, such a race made a rename through the view fail
+ * with EXDEV while nsstress moved entries in other threads (3,230 of 3
+ * million opens of a name another thread moved back and forth answered
+ * EXDEV on Linux 6.18, without stackfs). */
 static int open_how(int dirfd, const char *name, int flags, mode_t mode)
 {
 	struct open_how how = {
@@ -242,8 +254,12 @@ static int open_how(int dirfd, const char *name, int flags, mode_t mode)
 		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
 			   RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
 	};
+	int fd, tries = 0;
 
-	return (int)syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+	do
+		fd = (int)syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+	while (fd < 0 && errno == EXDEV && ++tries < OPEN_XDEV_TRIES);
+	return fd;
 }
 
 int sfs_do_open(int dirfd, const char *name, int flags, mode_t mode)
