@@ -73,3 +73,11 @@ teardown() {
 @test "regression: a hard-linked lower file copied up keeps its link count after a remount, and tar stores it once" {
 	dfs_test_hardlink_count
 }
+
+@test "regression: a lower symlink copied up by touch -h, chown -h and a rename (one of a hard-linked pair)" {
+	dfs_test_symlink_copyup
+}
+
+@test "regression: a change through one name of a lower pair after the other name's directory was removed" {
+	dfs_test_removed_dir_link
+}

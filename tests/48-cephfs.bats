@@ -91,3 +91,11 @@ teardown() {
 	[[ -n $c && $c != "$a" ]] || fail "two clusters, one identity: $a"
 	[[ $("$TOOLS/format_fuzz" fsuuid "$DFS_H1") == "$a" ]] || fail "the identity changed"
 }
+
+@test "regression: a lower symlink copied up by touch -h, chown -h and a rename (one of a hard-linked pair)" {
+	dfs_test_symlink_copyup
+}
+
+@test "regression: a change through one name of a lower pair after the other name's directory was removed" {
+	dfs_test_removed_dir_link
+}

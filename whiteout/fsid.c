@@ -145,6 +145,28 @@ out:
 	return ret;
 }
 
+/* Whether the filesystem of fd (stat st) is a FUSE one: 1, 0 or -errno.
+ * A symlink is not asked its statfs: the server may follow it, and
+ * GlusterFS's answers ESTALE for one whose target it cannot find from
+ * the brick (every relative one), so no copy-up of a lower symlink
+ * worked there. Its filesystem is the mount its st_dev names instead
+ * (docs/distributed.md "What a branch's filesystem lacks"). */
+static int is_fuse(int fd, const struct stat *st)
+{
+	char type[64];
+	struct statfs sf;
+	int ret;
+
+	if (S_ISLNK(st->st_mode)) {
+		ret = sfs_runtime_fstype_of(major(st->st_dev), minor(st->st_dev), type, sizeof(type));
+		if (ret < 0)
+			return ret;
+		return !strcmp(type, "fuse") || !strcmp(type, "fuseblk") || !strncmp(type, "fuse.", 5);
+	}
+	ret = sfs_do_fstatfs(fd, &sf);
+	return ret < 0 ? ret : sf.f_type == FUSE_MAGIC;
+}
+
 /* FUSE's own handles (types 0x81 and 0x82) name a node of the client's
  * connection, its node id and a generation most servers leave 0, not
  * the inode: once the client forgets the node such a handle opens
@@ -156,7 +178,6 @@ out:
  * filesystem type, which on FUSE is a round trip. */
 static int number_if_fuse(int fd, struct file_handle *fh)
 {
-	struct statfs sf;
 	struct stat st;
 	uint64_t ino;
 	int ret;
@@ -166,11 +187,9 @@ static int number_if_fuse(int fd, struct file_handle *fh)
 	ret = sfs_do_fstat(fd, &st);
 	if (ret < 0 || major(st.st_dev) != 0)
 		return ret < 0 ? ret : 0;
-	ret = sfs_do_fstatfs(fd, &sf);
-	if (ret < 0)
+	ret = is_fuse(fd, &st);
+	if (ret <= 0)
 		return ret;
-	if (sf.f_type != FUSE_MAGIC)
-		return 0;
 	ino = htole64((uint64_t)st.st_ino);
 	fh->handle_type = SFS_HANDLE_NUMBER;
 	fh->handle_bytes = sizeof(ino);

@@ -225,6 +225,19 @@ static int copy_file_flags(const struct sfs_layer *src, int fd, mode_t mode)
 	return S_ISREG(mode) ? sfs_copy_flags(src->fd, fd) : 0;
 }
 
+/* Whether the kernel took fd's entry out of the namespace: its magic
+ * link then ends in " (deleted)". */
+static bool fd_unlinked(int fd)
+{
+	static const char mark[] = " (deleted)";
+	char p[32], full[PATH_MAX];
+	ssize_t n;
+
+	sfs_fd_path(fd, p);
+	n = readlink(p, full, sizeof(full) - 1);
+	return n >= (ssize_t)strlen(mark) && !memcmp(full + n - strlen(mark), mark, strlen(mark));
+}
+
 /* Whether a directory was removed: an rmdir through the view moved its
  * upper copy out and deleted it, and a node of an entry it held may still
  * have it as its parent's layer (a hard link reached last by a name in it,
@@ -232,8 +245,15 @@ static int copy_file_flags(const struct sfs_layer *src, int fd, mode_t mode)
 static bool dir_removed(int dirfd)
 {
 	struct stat st;
+	int ret = sfs_do_fstat(dirfd, &st);
 
-	return sfs_do_fstat(dirfd, &st) == 0 && st.st_nlink == 0;
+	if (ret == 0 && st.st_nlink == 0)
+		return true;
+	/* a FUSE client may answer the fstat from attributes cached before
+	 * the removal (GlusterFS's showed 2 links for a second, and the copy
+	 * failed with ENOENT), or refuse it (ESTALE): the kernel's own mark
+	 * of a removed dentry is asked then */
+	return ret == -ESTALE || ret == -ENOENT || fd_unlinked(dirfd);
 }
 
 /* Under the parent's namespace lock: puts the copy under the name if the
