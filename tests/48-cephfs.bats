@@ -99,3 +99,7 @@ teardown() {
 @test "regression: a change through one name of a lower pair after the other name's directory was removed" {
 	dfs_test_removed_dir_link
 }
+
+@test "regression: the link count of a hard-linked lower file's copy renamed away from every lower name, and linked again" {
+	dfs_test_hardlink_renamed
+}

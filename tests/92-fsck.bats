@@ -291,6 +291,41 @@ open(f, "ab").write(d[168 * 3:168 * 4])   # branch 2 again
 	[[ $(cat "$UP/gone") == copy ]]
 }
 
+@test "a damaged lower-name record: LOWERNAME_CORRUPT, removed; the file keeps its data and its origin" {
+	echo copy >"$UP/f"
+	"$FMT" origin-set "$UP/f" "$LO/f"
+	"$FMT" lowername-set "$UP/f" d/f
+	run -0 "$FMT" lowername-get "$UP/f"
+	assert_output d/f
+	run_fsck --repair "$UP"
+	assert_fsck_status 0 # a valid one is kept
+	# one byte of its path changed: the checksum no longer holds
+	local v
+	v=$(getfattr --absolute-names -h -e hex -n trusted.stackfs.lowername "$UP/f" | sed -n 's/^trusted.stackfs.lowername=0x//p')
+	setfattr -h -n trusted.stackfs.lowername -v "0x${v:0:8}2e${v:10}" "$UP/f"
+	run -0 "$FMT" lowername-get "$UP/f"
+	assert_output corrupt
+	fsck_twice "$UP" LOWERNAME_CORRUPT
+	run -0 "$FMT" lowername-get "$UP/f"
+	assert_output none
+	run -0 "$FMT" origin-get "$UP/f"
+	assert_output --partial "version 2"
+	[[ $(cat "$UP/f") == copy ]]
+}
+
+@test "a lower-name record with a path that leaves its branch (its checksum whole) is damage, never opened" {
+	echo copy >"$UP/f"
+	"$FMT" origin-set "$UP/f" "$LO/f"
+	# version 1, len 4, "../f", with a valid CRC32C
+	local body crc
+	body='01000400'$(printf '../f' | od -An -tx1 | tr -d ' \n')
+	crc=$(printf '%s' "$body" | xxd -r -p | "$FMT" crc32c)
+	setfattr -h -n trusted.stackfs.lowername -v "0x${body}${crc:6:2}${crc:4:2}${crc:2:2}${crc:0:2}" "$UP/f"
+	run -0 "$FMT" lowername-get "$UP/f"
+	assert_output corrupt
+	fsck_twice "$UP" LOWERNAME_CORRUPT
+}
+
 @test "a valid origin record is kept" {
 	echo copy >"$UP/f"
 	"$FMT" origin-set "$UP/f" "$LO/f"

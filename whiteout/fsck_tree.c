@@ -17,6 +17,7 @@
 #include "common/bio.h"
 #include "whiteout/fsck_int.h"
 #include "whiteout/journal.h"
+#include "whiteout/lowername.h"
 #include "whiteout/ondisk.h"
 #include "whiteout/whiteout.h"
 #include "xattr/xattr.h"
@@ -121,6 +122,26 @@ void sfs_fsck_origin_damaged(struct fsck *f, int dfd, const char *name, const ch
 	sfs_fsck_done(f, p, ret < 0 ? ret : ret == 0 && mend ? -EUCLEAN : 0);
 }
 
+/* A lower-name record (whiteout/lowername.h) that does not decode is
+ * removed: it is a hint the view can do without. */
+static void check_lowername(struct fsck *f, int dfd, const char *name, const char *path)
+{
+	struct sfs_fsck_problem *p;
+	char lp[SFS_LOWERNAME_PATH_MAX + 1];
+	int ret = sfs_lowername_get(dfd, name, lp, sizeof(lp));
+
+	if (ret < 0 && ret != -EUCLEAN) {
+		sfs_fsck_msg(f, true, "%s: lower-name record: %s", path, strerror(-ret));
+		return;
+	}
+	if (ret != -EUCLEAN)
+		return;
+	p = sfs_fsck_found(f, SFS_PR_LOWERNAME_CORRUPT, true, path, "%s",
+			   "its checksum or its path does not hold");
+	if (p)
+		sfs_fsck_done(f, p, sfs_lowername_remove(dfd, name));
+}
+
 static void check_origin(struct fsck *f, int dfd, const char *name, const char *path,
 			 bool metacopy)
 {
@@ -129,6 +150,7 @@ static void check_origin(struct fsck *f, int dfd, const char *name, const char *
 	char why[PATH_MAX + 64];
 	int ret = sfs_origin_get(dfd, name, &o);
 
+	check_lowername(f, dfd, name, path);
 	if (ret == -EUCLEAN) {
 		sfs_fsck_origin_damaged(f, dfd, name, path, true);
 		return;

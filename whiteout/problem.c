@@ -110,6 +110,9 @@ static const struct sfs_problem_desc table[SFS_PR_COUNT] = {
 	   "keeps its data; its inode number may change), but not an index entry's"),
 	PR(ORIGIN_DANGLING, "an origin record points to a lower inode that no longer exists", 1,
 	   "remove the record (its inode number could be reused by a new lower file)"),
+	PR(LOWERNAME_CORRUPT, "a lower-name record is damaged (its checksum or its path)", 1,
+	   "remove the record (a hint: the entry keeps its data and inode number; a "
+	   "renamed copy of a hard-linked file on a FUSE lower shows its own link count)"),
 	PR(WH_NOTHING, "a whiteout hides nothing in the lower branches", 1,
 	   "remove it (the view does not change)"),
 	PR(WH_BESIDE, "a whiteout is beside the entry it would hide (an interrupted removal, "

@@ -57,6 +57,7 @@ const char *sfs_rec_name(enum sfs_rec r)
 		[SFS_REC_WORKDIR] = { "trusted.stackfs.workdir", "user.stackfs.workdir" },
 		[SFS_REC_OVL_OPAQUE] = { "trusted.overlay.opaque", "user.overlay.opaque" },
 		[SFS_REC_OVL_REDIRECT] = { "trusted.overlay.redirect", "user.overlay.redirect" },
+		[SFS_REC_LOWERNAME] = { "trusted.stackfs.lowername", "user.stackfs.lowername" },
 	};
 
 	return names[r][user_ns];

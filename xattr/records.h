@@ -20,6 +20,7 @@ enum sfs_rec {
 	SFS_REC_WORKDIR,          /* stackfs.workdir: where an upper's metadata is */
 	SFS_REC_OVL_OPAQUE,       /* overlay.opaque, as kernel overlayfs reads it */
 	SFS_REC_OVL_REDIRECT,     /* overlay.redirect, likewise */
+	SFS_REC_LOWERNAME,        /* stackfs.lowername: a FUSE-lower copy's lower path */
 };
 
 /* Decides the namespace: user.* when the process cannot use trusted.*

@@ -3,6 +3,7 @@
  * identity and link count of the lower entry a copy's origin record
  * names. Asked by the node table, listings and lookups alike. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 
 #include "common/bio.h"
 #include "stackfs/stackfs.h"
+#include "whiteout/lowername.h"
 #include "whiteout/metadir.h"
 
 /* st_ino of the view: the real inode number with the stable id of its
@@ -74,20 +76,59 @@ uint64_t sfs_dev_of_uuid(const struct sfs_snap *snap, const uint8_t uuid[16])
 	return 0;
 }
 
+/* The lower file of an origin whose handle is a number, by the name
+ * its lower-name record keeps (whiteout/lowername.h), beneath each root
+ * of the origin's filesystem: the one whose inode is the origin's. A
+ * name that now holds another file is not it. -errno when none is. */
+static int open_by_lowername(const struct sfs_snap *snap, int dirfd, const char *name,
+			     const struct sfs_origin *o)
+{
+	char path[SFS_LOWERNAME_PATH_MAX + 1];
+	struct stat st;
+	int ret = sfs_lowername_get(dirfd, name, path, sizeof(path));
+
+	if (ret != 1)
+		return ret < 0 ? ret : -ENOENT;
+	for (unsigned i = 0; i < snap->n; i++) {
+		int fd;
+
+		if (memcmp(snap->b[i]->fs_uuid, o->fs_uuid, 16) != 0 ||
+		    (fd = sfs_do_open(snap->b[i]->root_fd, path, O_PATH, 0)) < 0)
+			continue;
+		if (sfs_do_fstat(fd, &st) == 0 && st.st_ino == o->ino && !S_ISDIR(st.st_mode))
+			return fd;
+		close(fd);
+	}
+	return -ENOENT;
+}
+
+/* The lower file an origin names: by its handle, or, for a number
+ * handle (a FUSE branch's, which opens nothing), by its lower name. */
+static int open_origin(const struct sfs_snap *snap, int dirfd, const char *name,
+		       const struct sfs_origin *o)
+{
+	int fd = -1;
+
+	if (o->handle_type == SFS_HANDLE_NUMBER)
+		return open_by_lowername(snap, dirfd, name, o);
+	for (unsigned i = 0; i < snap->n && fd < 0; i++) {
+		if (memcmp(snap->b[i]->fs_uuid, o->fs_uuid, 16) == 0)
+			fd = sfs_branch_open_handle(snap->b[i], o->handle_type,
+						    o->handle, o->handle_bytes);
+	}
+	return fd;
+}
+
 uint32_t sfs_origin_nlink(const struct sfs_snap *snap, int dirfd, const char *name)
 {
 	struct sfs_origin o;
 	struct stat st;
 	uint32_t nlink = 0;
-	int fd = -1;
+	int fd;
 
 	if (sfs_origin_get(dirfd, name, &o) != 1 || o.version < 2 || !o.handle_bytes)
 		return nlink;
-	for (unsigned i = 0; i < snap->n && fd < 0; i++) {
-		if (memcmp(snap->b[i]->fs_uuid, o.fs_uuid, 16) == 0)
-			fd = sfs_branch_open_handle(snap->b[i], o.handle_type,
-						    o.handle, o.handle_bytes);
-	}
+	fd = open_origin(snap, dirfd, name, &o);
 	if (fd >= 0 && sfs_do_fstat(fd, &st) == 0 && st.st_ino == o.ino)
 		nlink = (uint32_t)st.st_nlink;
 	if (fd >= 0)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "stackfs/copyup/copy_stage.h"
+#include "whiteout/lowername.h"
 #include "whiteout/metacopy.h"
 #include "whiteout/metadir.h"
 #include "xattr/xattr.h"
@@ -234,6 +235,28 @@ int sfs_cu_place(int workfd, struct staged *s, bool dir, int parentfd,
 	return 0;
 }
 
+/* A hard-linked lower file whose origin handle is a number (a FUSE
+ * branch's, which opens nothing) is found again by its lower name: the
+ * link count shown for a copy renamed away from every lower name comes
+ * from it (whiteout/lowername.h). Without a name that fits, the copy
+ * goes without: its count is then its own. Never fails the copy-up. */
+static int set_lowername(const struct sfs_stack *st, const struct stat *src,
+			 const struct sfs_origin *o, int dfd, const char *dname)
+{
+	char path[PATH_MAX];
+
+	if (o->handle_type != SFS_HANDLE_NUMBER || src->st_nlink < 2 || S_ISDIR(src->st_mode))
+		return 0;
+	if (sfs_layer_path(st->snap, &st->l[0], path, sizeof(path)) < 0 || path[0] != '/' ||
+	    strlen(path) > SFS_LOWERNAME_PATH_MAX)
+		return 0;
+	/* a hint: a copy without it is whole (only its count is short) */
+	if (sfs_lowername_set(dfd, dname, path + 1) < 0)
+		sfs_log(SFS_LOG_WARN, "copy-up: no lower-name record on the copy of inode %llu",
+			(unsigned long long)src->st_ino);
+	return 0;
+}
+
 /* Records on the staged copy which lower entry (src, the node's lower
  * layer) it came from. */
 static int set_origin(const struct sfs_stack *st, const struct stat *src,
@@ -252,12 +275,14 @@ static int set_origin(const struct sfs_stack *st, const struct stat *src,
 	 * return (64 KiB) goes without: the record would make its list
 	 * unreadable. It then shows its own inode number. */
 	len = sfs_xattr_list(dfd, dname, NULL, 0);
-	if (len >= 0 && (size_t)len + strlen(SFS_ORIGIN_XATTR) + 1 > XATTR_LIST_MAX) {
+	if (len >= 0 && (size_t)len + strlen(SFS_ORIGIN_XATTR) + strlen(SFS_LOWERNAME_XATTR) + 2 >
+			    XATTR_LIST_MAX) {
 		sfs_log(SFS_LOG_WARN, "copy-up: no room for an origin record on the copy of "
 			"inode %llu", (unsigned long long)src->st_ino);
 		return 0;
 	}
-	return sfs_origin_set(dfd, dname, &o);
+	ret = sfs_origin_set(dfd, dname, &o);
+	return ret < 0 ? ret : set_lowername(st, src, &o, dfd, dname);
 }
 
 /* A placed copy and the directory it was placed in: durable now

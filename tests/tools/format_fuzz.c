@@ -1,6 +1,6 @@
 /* format_fuzz: unit and fuzz tests of the on-disk format library
  * (whiteout/metadir.c and the meta*.c files, fsid.c, registry.c,
- * inomap.c, origin.c, xnames.c), and small helpers the bats tests use to make and
+ * inomap.c, origin.c, lowername.c, xnames.c), and small helpers the bats tests use to make and
  * damage metadata.
  *
  * Built standalone: the library's sources are included here, so the
@@ -19,6 +19,9 @@
  *   format_fuzz header FILE VERSION [FLAGS] a 64-byte header with a valid CRC
  *   format_fuzz origin-set UPPER LOWER     UPPER's origin record := LOWER
  *   format_fuzz origin-get PATH            prints the record, "none" or "corrupt"
+ *   format_fuzz lowername-get PATH         its lower-name record: the path,
+ *                                          "none" or "corrupt"
+ *   format_fuzz lowername-set PATH LOWERPATH  PATH's lower-name record := LOWERPATH
  *   format_fuzz ino-alloc BRANCH FSID INO  allocates (or finds) a number, prints it
  *   format_fuzz check BRANCH               sfs_meta_check: state or the error
  *   format_fuzz fsuuid PATH                the identity of the filesystem of PATH
@@ -48,6 +51,7 @@
 #include "whiteout/registry.c"
 #include "whiteout/inomap.c"
 #include "whiteout/origin.c"
+#include "whiteout/lowername.c"
 #include "xattr/xattr.c"
 #include "xattr/records.c"
 #include "whiteout/journal.c"
@@ -139,7 +143,7 @@ static void parse_all(const uint8_t *buf, size_t len)
 	struct sfs_lower *lv;
 	size_t keep, ln;
 	bool last_bad;
-	char err[256];
+	char err[256], lname[SFS_LOWERNAME_PATH_MAX + 1];
 	uint8_t *copy = malloc(len ? len : 1);   /* exact size: ASan sees overreads */
 
 	if (!copy)
@@ -158,6 +162,9 @@ static void parse_all(const uint8_t *buf, size_t len)
 	ino_load_same(copy, len);
 	if (sfs_origin_decode(copy, len, &o) == 1)
 		CHECK(o.handle_bytes <= SFS_ORIGIN_HANDLE_MAX, "origin handle bytes");
+	if (sfs_lowername_decode(copy, len, lname, sizeof(lname)) == 1)
+		CHECK(lname[0] && lname[0] != '/' && strlen(lname) <= SFS_LOWERNAME_PATH_MAX &&
+		      !strstr(lname, "//"), "lower-name path");
 	if (sfs_lowers_parse((const char *)copy, len, &lv, &ln, err, sizeof(err)) == 0) {
 		for (size_t i = 0; i < ln; i++)
 			CHECK(lv[i].path[0] == '/', "lowers path");
@@ -399,6 +406,22 @@ static void fuzz_one(void)
 	buf[rndn(len)] ^= (uint8_t)(1u << rndn(8));
 	CHECK(sfs_origin_decode(buf, len, &o) != 1, "origin with a flipped bit");
 	parse_all(buf, damage(buf, len, CAP));
+
+	/* lower-name records: valid ones round trip, a flipped bit and the
+	 * paths the record refuses ("..", empty components) never decode */
+	{
+		static const char *const bad[] = { "..", "a/../b", "a//b", "/a", "a/", ".", "a/./b" };
+		char lp[SFS_LOWERNAME_PATH_MAX + 1];
+
+		len = (size_t)sfs_lowername_encode("dir/sub/f", buf, CAP);
+		CHECK(sfs_lowername_decode(buf, len, lp, sizeof(lp)) == 1 && !strcmp(lp, "dir/sub/f"),
+		      "valid lower name");
+		buf[rndn(len)] ^= (uint8_t)(1u << rndn(8));
+		CHECK(sfs_lowername_decode(buf, len, lp, sizeof(lp)) != 1, "lower name with a flipped bit");
+		parse_all(buf, damage(buf, len, CAP));
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+			CHECK(sfs_lowername_encode(bad[i], buf, CAP) == -EINVAL, "lower name '%s' refused", bad[i]);
+	}
 
 	/* lowers */
 	len = make_lowers(buf, CAP);
@@ -642,6 +665,16 @@ static int cmd_selftest(const char *dir)
 			CHECK(sfs_origin_get(root, "link", &g) == 1, "origin of a symlink");
 			CHECK(sfs_origin_remove(root, "copy") == 0 &&
 			      sfs_origin_get(root, "copy", &g) == 0, "origin removed");
+			{
+				char lp[SFS_LOWERNAME_PATH_MAX + 1];
+
+				CHECK(sfs_lowername_set(root, "copy", "d/lowerfile") == 0 &&
+				      sfs_lowername_get(root, "copy", lp, sizeof(lp)) == 1 &&
+				      !strcmp(lp, "d/lowerfile"), "lower name round trip");
+				CHECK(sfs_lowername_set(root, "copy", "../x") == -EINVAL, "lower name '..' refused");
+				CHECK(sfs_lowername_remove(root, "copy") == 0 &&
+				      sfs_lowername_get(root, "copy", lp, sizeof(lp)) == 0, "lower name removed");
+			}
 		}
 	}
 	close(root);
@@ -776,6 +809,39 @@ static int cmd_origin_set(int argc, char **argv)
 	return ret ? 1 : 0;
 }
 
+static int cmd_lowername_set(int argc, char **argv)
+{
+	char *d, *b;
+	int fd, ret;
+
+	if (argc < 4)
+		return 2;
+	fd = split(argv[2], &d, &b);
+	ret = sfs_lowername_set(fd, b, argv[3]);
+	if (ret)
+		fprintf(stderr, "lowername-set: %s\n", strerror(-ret));
+	free(d);
+	free(b);
+	close(fd);
+	return ret ? 1 : 0;
+}
+
+static int cmd_lowername_get(int argc, char **argv)
+{
+	char *d, *b, lp[SFS_LOWERNAME_PATH_MAX + 1];
+	int fd, ret;
+
+	if (argc < 3)
+		return 2;
+	fd = split(argv[2], &d, &b);
+	ret = sfs_lowername_get(fd, b, lp, sizeof(lp));
+	printf("%s\n", ret == 1 ? lp : ret == 0 ? "none" : ret == -EUCLEAN ? "corrupt" : strerror(-ret));
+	free(d);
+	free(b);
+	close(fd);
+	return ret < 0 && ret != -EUCLEAN ? 1 : 0;
+}
+
 static int cmd_origin_get(int argc, char **argv)
 {
 	struct sfs_origin o;
@@ -894,6 +960,10 @@ int main(int argc, char **argv)
 		return cmd_origin_set(argc, argv);
 	if (!strcmp(cmd, "origin-get"))
 		return cmd_origin_get(argc, argv);
+	if (!strcmp(cmd, "lowername-get"))
+		return cmd_lowername_get(argc, argv);
+	if (!strcmp(cmd, "lowername-set"))
+		return cmd_lowername_set(argc, argv);
 	if (!strcmp(cmd, "ino-alloc"))
 		return cmd_ino_alloc(argc, argv);
 	if (!strcmp(cmd, "check"))
@@ -902,7 +972,9 @@ int main(int argc, char **argv)
 		return cmd_fsuuid(argc, argv);
 	fprintf(stderr, "usage: format_fuzz fuzz [ITERATIONS [SEED]] | selftest DIR | crc32c |\n"
 		"       mkmeta [--overlay] BRANCH [LOWER...] | header FILE VERSION [FLAGS] |\n"
-		"       origin-set UPPER LOWER | origin-get PATH | ino-alloc BRANCH FSID INO |\n"
+		"       origin-set UPPER LOWER | origin-get PATH | lowername-get PATH |\n"
+		"       lowername-set PATH LOWERPATH |\n"
+		"       ino-alloc BRANCH FSID INO |\n"
 		"       check BRANCH | fsuuid PATH\n");
 	return 2;
 }
