@@ -574,7 +574,7 @@ static int readahead_set(const char *mountpoint, unsigned kib)
 
 /* One O_PATH descriptor per node the kernel knows: a walk of a large
  * tree needs more than the default 1024, and a walk of 30,000 entries
- * more than a hard limit of 20,000 (bench/gluster's full size: "Too many
+ * more than a hard limit of 20,000 (bench/distributed's full size: "Too many
  * open files"). Raised as stackfs raises its own: to the kernel's
  * nr_open where allowed (root), else to the hard limit. */
 static void nofile_raise(void)
