@@ -317,9 +317,8 @@ open(f, "ab").write(d[168 * 3:168 * 4])   # branch 2 again
 	echo copy >"$UP/f"
 	"$FMT" origin-set "$UP/f" "$LO/f"
 	# version 1, len 4, "../f", with a valid CRC32C
-	local body crc
-	body='01000400'$(printf '../f' | od -An -tx1 | tr -d ' \n')
-	crc=$(printf '%s' "$body" | xxd -r -p | "$FMT" crc32c)
+	local body=010004002e2e2f66 crc
+	crc=$(printf '\x01\x00\x04\x00../f' | "$FMT" crc32c)
 	setfattr -h -n trusted.stackfs.lowername -v "0x${body}${crc:6:2}${crc:4:2}${crc:2:2}${crc:0:2}" "$UP/f"
 	run -0 "$FMT" lowername-get "$UP/f"
 	assert_output corrupt
