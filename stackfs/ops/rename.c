@@ -34,6 +34,15 @@ struct rn {
 	int dst_wh;                       /* SFS_WH_HAS_* at a free destination */
 };
 
+/* An EXDEV no union state explains (the kernel named an entry the daemon
+ * does not know, or a copy-up left it below the rw branch): mv(1) falls
+ * back to a copy without a word, so the cause is logged. */
+static int rn_unexplained(const char *name, const char *why)
+{
+	sfs_log(SFS_LOG_WARN, "rename of \"%s\" answers EXDEV: %s", name, why);
+	return -EXDEV;
+}
+
 static void rn_release(struct rn *r)
 {
 	if (r->src.st)
@@ -136,7 +145,7 @@ static int end_fill(struct rn_end *e)
 	int ret;
 
 	if (!n)
-		return -EXDEV; /* not known to the kernel: nothing to rename */
+		return rn_unexplained(e->name, "its node is not known");
 	ret = sfs_node_copy_up(n, SFS_CU_DATA, &st);
 	sfs_node_unref(n);
 	if (ret < 0)
@@ -161,7 +170,7 @@ static int end_up(struct rn_end *e)
 		return 0;
 	n = sfs_node_find(&e->id);
 	if (!n)
-		return -EXDEV; /* not known to the kernel: nothing to rename */
+		return rn_unexplained(e->name, "its node is not known");
 	if (S_ISDIR(e->top.st_mode)) {
 		ret = end_redirect(e, n);
 		sfs_node_unref(n);
@@ -176,7 +185,7 @@ static int end_up(struct rn_end *e)
 	e->pst = sfs_node_stack(e->parent);
 	ret = end_resolve(e);
 	if (ret == 0 && (int)e->st->l[0].bidx != e->st->snap->top_rw)
-		ret = -EXDEV;
+		ret = rn_unexplained(e->name, "not in the rw branch after its copy-up");
 	return ret;
 }
 
@@ -186,7 +195,7 @@ static int rn_check_branch(struct rn *r)
 
 	r->kb = sfs_layer_branch(r->src.st, &r->src.st->l[0]);
 	if ((int)r->src.st->l[0].bidx != r->src.st->snap->top_rw)
-		return -EXDEV;
+		return rn_unexplained(r->src.name, "not in the rw branch");
 	if (!r->dst.st)
 		return 0;
 	/* positions compared within the destination's own snapshot */
@@ -304,7 +313,7 @@ static int rn_do(struct rn *r, const struct sfs_layer *npl, unsigned rflags)
 			return ret;
 	}
 	if (sfs_do_renameat2(pl->fd, r->src.name, npl->fd, r->dst.name, rflags) < 0) {
-		ret = -errno;
+		ret = errno == EXDEV ? rn_unexplained(r->src.name, "the branch refused it") : -errno;
 		if (aufs_wh)
 			sfs_wh_remove(pl->fd, r->src.name); /* the old name stays */
 		return ret;
