@@ -103,3 +103,7 @@ teardown() {
 @test "regression: the link count of a hard-linked lower file's copy renamed away from every lower name, and linked again" {
 	dfs_test_hardlink_renamed
 }
+
+@test "regression: a metacopy's fill out of space on the full filesystem gives its blocks back" {
+	dfs_test_fill_enospc
+}
