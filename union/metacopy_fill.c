@@ -41,15 +41,19 @@ static int times_to_keep(int fd, const struct stat *st, struct timespec t[2])
  * with ENOSPC, also on its own mount) cut off and the size set again,
  * which frees them as well. What a client still holds of the writes is
  * flushed first: GlusterFS's answered the truncate with the ENOSPC of
- * its pending writes, and 6.5 of 24 MiB stayed allocated. Best effort:
- * the data below is read either way, only space is at stake. */
-static void give_back(int out, off_t size)
+ * its pending writes, and 6.5 of 24 MiB stayed allocated. The blocks
+ * are best effort (the data below is read either way); the size is not:
+ * -EIO when it could not be set back, else 0. */
+static int give_back(int out, off_t size)
 {
 	(void)fdatasync(out); /* its error is the copy's, already known */
-	if (fallocate(out, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, size) == 0)
-		return;
-	if (ftruncate(out, 0) == 0)
-		(void)ftruncate(out, size);
+	if (fallocate(out, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, size) == 0 ||
+	    ftruncate(out, 0) < 0)
+		return 0;
+	/* cut off, it must get its size back (the view shows the copy's):
+	 * a sparse size needs no block; if even that fails, EIO says the
+	 * file is wrong, not the ENOSPC of the copy */
+	return ftruncate(out, size) == 0 || ftruncate(out, size) == 0 ? 0 : -EIO;
 }
 
 int sfs_metacopy_fill(int fd, int data_fd, bool durable)
@@ -69,8 +73,8 @@ int sfs_metacopy_fill(int fd, int data_fd, bool durable)
 	 * a metacopy that reads its data below */
 	if (ret == 0) {
 		ret = sfs_copy_data(in, out, st.st_size);
-		if (ret < 0 && st.st_size > 0)
-			give_back(out, st.st_size);
+		if (ret < 0 && st.st_size > 0 && give_back(out, st.st_size) < 0)
+			ret = -EIO;
 	}
 	/* the data was the file's all along: its times stay (a commit
 	 * places the file with them; a write after sets its own) */
