@@ -355,7 +355,8 @@ uint64_t sfs_ino_of(const struct sfs_snap *snap, uint64_t dev, uint64_t ino);
 /* The st_dev of the branch filesystem with this UUID, or 0. */
 uint64_t sfs_dev_of_uuid(const struct sfs_snap *snap, const uint8_t uuid[16]);
 /* The link count of the lower file a copy's origin names, opened by its
- * handle; 0 when it cannot be (gone, or a FUSE branch's number handle). */
+ * handle, or for a FUSE branch's number handle by the copy's lower-name
+ * record (whiteout/lowername.h); 0 when neither opens it. */
 uint32_t sfs_origin_nlink(const struct sfs_snap *snap, int dirfd, const char *name);
 /* The identity (st_dev, st_ino) a copy's origin record names: 1 when
  * dirfd/name has a record of a filesystem of the mount, else 0; -ESTALE

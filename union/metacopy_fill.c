@@ -52,7 +52,9 @@ static int give_back(int out, off_t size)
 		return 0;
 	/* cut off, it must get its size back (the view shows the copy's):
 	 * a sparse size needs no block; if even that fails, EIO says the
-	 * file is wrong, not the ENOSPC of the copy */
+	 * file is wrong, not the ENOSPC of the copy. Not crash-safe: a kill
+	 * between the two truncates leaves the metacopy at size 0, which
+	 * the view then shows (only where the punch is refused) */
 	return ftruncate(out, size) == 0 || ftruncate(out, size) == 0 ? 0 : -EIO;
 }
 
